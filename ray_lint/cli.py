@@ -1,0 +1,267 @@
+"""The `ray-lint` command: parses arguments, calls the API, prints results. No lint logic lives here."""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import json
+import os
+import sys
+from pathlib import Path
+from typing import TextIO
+
+from rich.console import Console
+from rich.markdown import Markdown
+from rich.table import Table
+
+from ray_lint import __version__, engine
+from ray_lint.api import RunOptions, lint_bytes, lint_paths
+from ray_lint.config import ConfigError, Layer, Resolver, parse_layer
+from ray_lint.diagnostics import FileResult
+from ray_lint.docs import render_rule
+from ray_lint.files import Skipped
+from ray_lint.output import FORMATS, Report, collect
+from ray_lint.output.machine import render_github, render_json, render_json_lines
+from ray_lint.output.sarif import render_sarif
+from ray_lint.output.text import render_concise, render_full, render_statistics, summary
+from ray_lint.rule import all_rules, rule_by_code_or_name
+
+EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+
+
+class UsageError(Exception):
+    pass
+
+
+def _codes(value: str) -> list[str]:
+    return [item.strip() for item in value.split(",") if item.strip()]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="ray-lint",
+        description="Find performance and correctness anti-patterns in Python code that uses Ray.",
+    )
+    parser.add_argument("--version", action="version", version=f"ray-lint {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    check = commands.add_parser("check", help="lint files and directories")
+    check.add_argument("paths", nargs="*", type=Path, metavar="PATH", help="files or directories ('-' for standard input; default: .)")
+    check.add_argument("--config", type=Path, help="use this config file instead of the nearest one")
+    check.add_argument("--isolated", action="store_true", help="ignore all config files")
+    check.add_argument("--select", type=_codes, help="rules to enable (codes, prefixes such as RAY0, or names); replaces the config's")
+    check.add_argument("--extend-select", type=_codes, default=[], help="rules to enable in addition")
+    check.add_argument("--ignore", type=_codes, default=[], help="rules to disable")
+    check.add_argument("--per-file-ignores", action="append", default=[], metavar="PATTERN:CODES", help="disable rules for files matching a pattern (repeatable)")
+    check.add_argument("--extend-exclude", type=_codes, default=[], help="more path patterns to skip")
+    check.add_argument("--force-exclude", action="store_true", help="apply exclusions to files named on the command line too")
+    check.add_argument("--preview", action="store_true", default=None, help="enable preview rules")
+    check.add_argument("--stdin-filename", help="the file name to report (and match config against) for standard input")
+    check.add_argument("--output-format", choices=FORMATS, default=os.environ.get("RAY_LINT_OUTPUT_FORMAT", "full"))
+    check.add_argument("--output-file", type=Path, help="write the report here instead of standard output")
+    check.add_argument("--statistics", action="store_true", help="show counts per rule instead of each finding")
+    check.add_argument("--exit-zero", action="store_true", help="exit 0 even if problems are found")
+    check.add_argument("--fix", action="store_true", help="apply safe fixes")
+    check.add_argument("--unsafe-fixes", action="store_true", help="also apply (with --fix) or show unsafe fixes")
+    check.add_argument("--diff", action="store_true", help="print the fixes as a diff instead of writing them")
+    check.add_argument("--show-fixes", action="store_true", help="show each fix as a diff in the full format")
+    check.add_argument("--add-noqa", action="store_true", help="add `# noqa` comments for every current finding")
+    check.add_argument("--jobs", "-j", type=int, default=os.cpu_count() or 1, help="worker processes (default: all cores)")
+    check.add_argument("--no-cache", action="store_true", help="do not read or write the cache")
+    check.add_argument("--color", choices=("auto", "always", "never"), default="auto")
+
+    rule = commands.add_parser("rule", help="explain a rule")
+    rule.add_argument("rule", nargs="?", metavar="CODE|NAME")
+    rule.add_argument("--all", action="store_true", help="list every rule")
+    rule.add_argument("--output-format", choices=("text", "json"), default="text")
+
+    config = commands.add_parser("config", help="show the resolved configuration for a path")
+    config.add_argument("path", nargs="?", type=Path, default=Path("."))
+    config.add_argument("--config", type=Path)
+    config.add_argument("--isolated", action="store_true")
+    config.add_argument("--output-format", choices=("text", "json"), default="text")
+    return parser
+
+
+def _cli_layer(args: argparse.Namespace) -> Layer:
+    per_file: dict[str, list[str]] = {}
+    for entry in getattr(args, "per_file_ignores", []):
+        pattern, separator, codes = entry.rpartition(":")
+        if not separator or not pattern or not codes:
+            raise UsageError(f"--per-file-ignores expects PATTERN:CODES, got `{entry}`")
+        per_file.setdefault(pattern, []).extend(_codes(codes))
+    data: dict[str, object] = {}
+    if getattr(args, "select", None) is not None:
+        data["select"] = args.select
+    for key in ("extend_select", "ignore", "extend_exclude"):
+        if getattr(args, key, None):
+            data[key.replace("_", "-")] = getattr(args, key)
+    if per_file:
+        data["per-file-ignores"] = per_file
+    if getattr(args, "preview", None):
+        data["preview"] = True
+    return parse_layer(data, "command line", Path.cwd())
+
+
+def _resolver(args: argparse.Namespace) -> Resolver:
+    if args.config is not None and not args.config.is_file():
+        raise ConfigError(f"{args.config}: config file not found")
+    return Resolver(_cli_layer(args), config_path=args.config, isolated=args.isolated)
+
+
+def _console(stream: TextIO, color: str) -> Console:
+    force = {"always": True, "never": False}.get(color)
+    return Console(file=stream, force_terminal=force, no_color=color == "never", highlight=False, soft_wrap=True)
+
+
+def run_check(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
+    if args.jobs < 1:
+        raise UsageError("--jobs must be at least 1")
+    if args.add_noqa and args.fix:
+        raise UsageError("--add-noqa cannot be combined with --fix")
+    resolver = _resolver(args)
+    options = RunOptions(
+        fix=args.fix or args.diff,
+        unsafe_fixes=args.unsafe_fixes,
+        write=not args.diff,
+        add_noqa=args.add_noqa,
+    )
+    err = _console(stderr, args.color)
+    paths = args.paths or [Path(".")]
+    from_stdin = [str(p) for p in paths] == ["-"]
+    results: list[FileResult] = []
+    if from_stdin:
+        name = args.stdin_filename or "-"
+        settings = resolver.settings_for(Path(name).absolute())
+        result = lint_bytes(sys.stdin.buffer.read(), name, settings, options)
+        if args.fix and not args.diff:
+            stdout.write(result.fixed_source if result.fixed_source is not None else result.source or "")
+            stdout = stderr  # the fixed source owns standard output
+        results.append(result)
+    else:
+        for item in lint_paths(paths, resolver, options, jobs=args.jobs, force_exclude=args.force_exclude):
+            if isinstance(item, Skipped):
+                results.append(FileResult(path=str(item.path), diagnostics=[engine.file_error(item.reason)]))
+            else:
+                results.append(item)
+    for result in results:
+        for refused in result.refused_fixes:
+            err.print(f"[yellow]warning[/]: {result.path}:{refused.start.line}: the {refused.code} fix would leave code that does not parse; not applied")
+
+    if args.diff:
+        changed = _print_diff(results, stdout)
+        return EXIT_OK if not changed or args.exit_zero else EXIT_FINDINGS
+    if args.add_noqa:
+        added = sum(r.noqa_added for r in results)
+        err.print(f"Added {added} noqa directive{'s' if added != 1 else ''}.")
+        return EXIT_OK
+
+    fixed = sum(sum(r.fixes_applied.values()) for r in results)
+    report = Report(collect(results), results, args.unsafe_fixes, args.show_fixes, fixing=args.fix)
+    output = args.output_file.open("w", encoding="utf-8") if args.output_file else stdout
+    try:
+        _render(report, args, output, fixed)
+    finally:
+        if args.output_file:
+            output.close()
+    if args.fix and args.show_fixes and fixed:
+        for result in results:
+            for code, count in sorted(result.fixes_applied.items()):
+                err.print(f"Fixed {count} × {code} in {result.path}")
+    found = len(report.findings)
+    return EXIT_OK if found == 0 or args.exit_zero else EXIT_FINDINGS
+
+
+def _render(report: Report, args: argparse.Namespace, output: TextIO, fixed: int) -> None:
+    fmt = args.output_format
+    if fmt in ("full", "concise"):
+        console = _console(output, "never" if args.output_file else args.color)
+        if args.statistics:
+            render_statistics(report, console)
+        elif fmt == "full":
+            render_full(report, console)
+        else:
+            render_concise(report, console)
+        console.print(summary(report, fixed), markup=False)
+        return
+    renderers = {"json": render_json, "json-lines": render_json_lines, "sarif": render_sarif, "github": render_github}
+    output.write(renderers[fmt](report))
+
+
+def _print_diff(results: list[FileResult], stdout: TextIO) -> bool:
+    changed = False
+    for result in results:
+        if result.fixed_source is None or result.source is None:
+            continue
+        changed = True
+        stdout.writelines(
+            difflib.unified_diff(
+                result.source.splitlines(keepends=True),
+                result.fixed_source.splitlines(keepends=True),
+                fromfile=f"a/{result.path}",
+                tofile=f"b/{result.path}",
+            )
+        )
+    return changed
+
+
+def run_rule(args: argparse.Namespace, stdout: TextIO) -> int:
+    if args.all:
+        rules = list(all_rules())
+    elif args.rule:
+        found = rule_by_code_or_name(args.rule)
+        if found is None:
+            known = [r.code for r in all_rules()] + [r.name for r in all_rules()]
+            close = difflib.get_close_matches(args.rule, known, n=1)
+            raise UsageError(f"unknown rule `{args.rule}`" + (f"; did you mean `{close[0]}`?" if close else ""))
+        rules = [found]
+    else:
+        raise UsageError("name a rule (code or name), or pass --all")
+    if args.output_format == "json":
+        payload = [dict(rule.summary(), docs=rule.docs.strip()) for rule in rules]
+        stdout.write(json.dumps(payload if args.all else payload[0], indent=2) + "\n")
+        return EXIT_OK
+    console = _console(stdout, "auto")
+    for rule in rules:
+        text = render_rule(rule)
+        console.print(Markdown(text) if console.is_terminal else text, markup=False)
+    return EXIT_OK
+
+
+def run_config(args: argparse.Namespace, stdout: TextIO) -> int:
+    args.select, args.extend_select, args.ignore, args.preview = None, [], [], None
+    resolver = _resolver(args)
+    settings = resolver.settings_for(args.path.absolute())
+    rows = settings.describe()
+    if args.output_format == "json":
+        stdout.write(json.dumps({key: {"value": value, "source": source} for key, value, source in rows}, indent=2) + "\n")
+        return EXIT_OK
+    table = Table("setting", "value", "from")
+    for key, value, source in rows:
+        table.add_row(key, json.dumps(value), source)
+    _console(stdout, "auto").print(table)
+    return EXIT_OK
+
+
+def main(argv: list[str] | None = None, stdout: TextIO | None = None, stderr: TextIO | None = None) -> int:
+    stdout = stdout or sys.stdout
+    stderr = stderr or sys.stderr
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "check":
+            return run_check(args, stdout, stderr)
+        if args.command == "rule":
+            return run_rule(args, stdout)
+        if args.command == "config":
+            return run_config(args, stdout)
+        parser.print_help(stdout)
+        return EXIT_ERROR
+    except (ConfigError, UsageError) as error:
+        stderr.write(f"ray-lint: error: {error}\n")
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        stderr.write("ray-lint: interrupted\n")
+        return 130
+    except BrokenPipeError:
+        return EXIT_ERROR

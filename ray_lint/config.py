@@ -1,0 +1,348 @@
+"""Configuration: `[tool.ray-lint]` in pyproject.toml or a ray-lint.toml, plus command-line overrides.
+
+Rule selection follows ruff: each layer (a config file, then the command line) may replace `select`,
+add with `extend-select` and remove with `ignore`; within a layer the most specific selector wins
+(a code or name beats `RAY0`, which beats `RAY`), and on a tie `ignore` wins. A preview rule runs
+when preview mode is on, or when it is selected by its exact code or name.
+"""
+
+from __future__ import annotations
+
+import difflib
+import sys
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+import pathspec
+
+from ray_lint.rule import Rule, all_rules
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
+CONFIG_FILES = ("ray-lint.toml", "pyproject.toml")
+DEFAULT_EXCLUDE = (
+    ".bzr", ".direnv", ".eggs", ".git", ".git-rewrite", ".hg", ".ipynb_checkpoints", ".mypy_cache",
+    ".nox", ".pants.d", ".pytype", ".ruff_cache", ".ray_lint_cache", ".svn", ".tox", ".venv",
+    "__pypackages__", "_build", "buck-out", "build", "dist", "node_modules", "site-packages", "venv",
+)
+LIST_KEYS = ("select", "ignore", "extend-select", "exclude", "extend-exclude")
+KNOWN_KEYS = (*LIST_KEYS, "per-file-ignores", "preview", "rules")
+
+
+class ConfigError(Exception):
+    """A configuration problem; the message names the file, the key and a likely intended spelling."""
+
+
+def suggest(word: str, choices: list[str]) -> str:
+    close = difflib.get_close_matches(word, choices, n=1, cutoff=0.6)
+    return f"; did you mean `{close[0]}`?" if close else ""
+
+
+@dataclass(frozen=True)
+class Layer:
+    """One source of settings: a config file or the command line. None means "not set here"."""
+
+    origin: str
+    root: Path  # relative patterns are relative to this directory
+    select: tuple[str, ...] | None = None
+    extend_select: tuple[str, ...] = ()
+    ignore: tuple[str, ...] = ()
+    per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    exclude: tuple[str, ...] | None = None
+    extend_exclude: tuple[str, ...] = ()
+    preview: bool | None = None
+    rule_options: tuple[tuple[str, tuple[tuple[str, Any], ...]], ...] = ()
+
+
+def selector_codes(selector: str, origin: str) -> tuple[frozenset[str], int]:
+    """The codes a selector names and how specific it is (longer prefixes are more specific)."""
+    codes = {rule.code for rule in all_rules()}
+    if selector.upper() == "ALL":
+        return frozenset(codes), 0
+    by_name = {rule.name: rule.code for rule in all_rules()}
+    if selector in by_name:
+        return frozenset({by_name[selector]}), 6
+    upper = selector.upper()
+    matched = frozenset(code for code in codes if code.startswith(upper))
+    if upper.startswith("RAY") and matched:
+        return matched, len(upper)
+    raise ConfigError(f"{origin}: unknown rule selector `{selector}`{suggest(selector, sorted(codes) + sorted(by_name))}")
+
+
+def parse_layer(data: dict[str, Any], origin: str, root: Path) -> Layer:
+    """Validate a `[tool.ray-lint]` table (or a ray-lint.toml) and turn it into a Layer."""
+    for key in data:
+        if key not in KNOWN_KEYS:
+            raise ConfigError(f"{origin}: unknown key `{key}`{suggest(key, list(KNOWN_KEYS))}")
+    values: dict[str, Any] = {}
+    for key in LIST_KEYS:
+        if key in data:
+            value = data[key]
+            if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+                raise ConfigError(f"{origin}: `{key}` must be a list of strings")
+            values[key] = tuple(value)
+    for key in ("select", "extend-select", "ignore"):
+        for selector in values.get(key, ()):
+            selector_codes(selector, origin)
+    preview = data.get("preview")
+    if preview is not None and not isinstance(preview, bool):
+        raise ConfigError(f"{origin}: `preview` must be true or false")
+    per_file = data.get("per-file-ignores", {})
+    if not isinstance(per_file, dict):
+        raise ConfigError(f"{origin}: `per-file-ignores` must be a table of pattern = [codes]")
+    for pattern, selectors in per_file.items():
+        if not isinstance(selectors, list) or not all(isinstance(s, str) for s in selectors):
+            raise ConfigError(f"{origin}: `per-file-ignores.\"{pattern}\"` must be a list of codes")
+        for selector in selectors:
+            selector_codes(selector, origin)
+    rules = data.get("rules", {})
+    if not isinstance(rules, dict):
+        raise ConfigError(f"{origin}: `rules` must be a table of per-rule tables")
+    options = []
+    for rule_key, settings in rules.items():
+        rule = _rule_for_options(rule_key, origin)
+        if not isinstance(settings, dict):
+            raise ConfigError(f"{origin}: `rules.{rule_key}` must be a table of options")
+        known = {option.name: option for option in rule.options}
+        for name, value in settings.items():
+            if name not in known:
+                hint = suggest(name, list(known)) or (
+                    f"; {rule.name} has no options" if not known else f"; its options are {', '.join(sorted(known))}"
+                )
+                raise ConfigError(f"{origin}: unknown option `{name}` for rule {rule.code} ({rule.name}){hint}")
+            problem = known[name].check(value)
+            if problem:
+                raise ConfigError(f"{origin}: `rules.{rule.name}.{name}`: {problem}")
+        options.append((rule.name, tuple(settings.items())))
+    return Layer(
+        origin=origin,
+        root=root,
+        select=values.get("select"),
+        extend_select=values.get("extend-select", ()),
+        ignore=values.get("ignore", ()),
+        per_file_ignores=tuple((p, tuple(s)) for p, s in per_file.items()),
+        exclude=values.get("exclude"),
+        extend_exclude=values.get("extend-exclude", ()),
+        preview=preview,
+        rule_options=tuple(options),
+    )
+
+
+def _rule_for_options(key: str, origin: str) -> type[Rule]:
+    for rule in all_rules():
+        if key in (rule.name, rule.code):
+            return rule
+    names = [rule.name for rule in all_rules()]
+    raise ConfigError(f"{origin}: unknown rule `{key}` in `rules`{suggest(key, names)}")
+
+
+def read_config_file(path: Path) -> Layer | None:
+    """The layer a config file defines; None for a pyproject.toml without `[tool.ray-lint]`."""
+    try:
+        with path.open("rb") as handle:
+            data = tomllib.load(handle)
+    except tomllib.TOMLDecodeError as error:
+        raise ConfigError(f"{path}: not valid TOML: {error}") from None
+    except OSError as error:
+        raise ConfigError(f"{path}: cannot be read: {error.strerror or error}") from None
+    if path.name == "pyproject.toml":
+        section = data.get("tool", {}).get("ray-lint")
+        if section is None:
+            return None
+        origin = f"{path} [tool.ray-lint]"
+    else:
+        section, origin = data, str(path)
+    if not isinstance(section, dict):
+        raise ConfigError(f"{origin}: must be a table")
+    return parse_layer(section, origin, path.parent.resolve())
+
+
+def find_config_file(directory: Path) -> Path | None:
+    """The nearest ray-lint.toml, or pyproject.toml with a `[tool.ray-lint]` table, at or above `directory`."""
+    for folder in (directory, *directory.parents):
+        for name in CONFIG_FILES:
+            candidate = folder / name
+            if candidate.is_file() and (name != "pyproject.toml" or _has_ray_lint_table(candidate)):
+                return candidate
+    return None
+
+
+def _has_ray_lint_table(pyproject: Path) -> bool:
+    try:
+        return b"[tool.ray-lint" in pyproject.read_bytes()
+    except OSError:
+        return False
+
+
+@dataclass
+class Settings:
+    """The resolved settings for the files under one config file (or none)."""
+
+    layers: tuple[Layer, ...]
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Only the layers travel to worker processes; everything else is derived again there."""
+        return {"layers": self.layers}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.layers = state["layers"]
+
+    @cached_property
+    def preview(self) -> bool:
+        return next((layer.preview for layer in reversed(self.layers) if layer.preview is not None), False)
+
+    @cached_property
+    def enabled_codes(self) -> frozenset[str]:
+        enabled = self._decide({rule.code: not rule.preview for rule in all_rules()})
+        return frozenset(code for code, on in enabled.items() if on)
+
+    def _decide(self, state: dict[str, bool]) -> dict[str, bool]:
+        explicit: set[str] = set()
+        for layer in self.layers:
+            selectors: list[tuple[str, bool]] = [(s, True) for s in (layer.select or ())]
+            selectors += [(s, True) for s in layer.extend_select] + [(s, False) for s in layer.ignore]
+            resolved = [(*selector_codes(s, layer.origin), on, s) for s, on in selectors]
+            for code in state:
+                best: tuple[int, bool] | None = None
+                for codes, specificity, on, selector in resolved:
+                    if code in codes and (best is None or specificity > best[0] or (specificity == best[0] and not on)):
+                        best = (specificity, on)
+                        if on and (specificity == 6 or selector.upper() == code):
+                            explicit.add(code)
+                if best is not None:
+                    state[code] = best[1]
+                elif layer.select is not None:
+                    state[code] = False
+        for rule in all_rules():
+            if rule.preview and state[rule.code]:
+                state[rule.code] = self.preview or rule.code in explicit
+        return state
+
+    @cached_property
+    def _per_file_ignores(self) -> list[tuple[pathspec.PathSpec, Path, frozenset[str]]]:
+        entries = []
+        for layer in self.layers:
+            for pattern, selectors in layer.per_file_ignores:
+                codes = frozenset().union(*(selector_codes(s, layer.origin)[0] for s in selectors))
+                entries.append((pathspec.GitIgnoreSpec.from_lines([pattern]), layer.root, codes))
+        return entries
+
+    def codes_for(self, path: Path) -> frozenset[str]:
+        """Enabled codes for one file, after per-file-ignores."""
+        codes = self.enabled_codes
+        for spec, root, ignored in self._per_file_ignores:
+            relative = _relative(path, root)
+            if relative is not None and spec.match_file(relative):
+                codes = codes - ignored
+        return codes
+
+    @cached_property
+    def rule_options(self) -> dict[str, dict[str, Any]]:
+        options: dict[str, dict[str, Any]] = {}
+        for layer in self.layers:
+            for name, settings in layer.rule_options:
+                options.setdefault(name, {}).update(settings)
+        return options
+
+    @cached_property
+    def _rule_instances(self) -> dict[str, Rule]:
+        return {rule.code: rule(self.rule_options.get(rule.name)) for rule in all_rules()}
+
+    def rules_for(self, path: Path) -> list[Rule]:
+        codes = self.codes_for(path)
+        return [rule for code, rule in self._rule_instances.items() if code in codes]
+
+    @cached_property
+    def _exclude(self) -> list[tuple[pathspec.PathSpec, Path]]:
+        patterns: list[tuple[str, Path]] = [(p, Path.cwd()) for p in DEFAULT_EXCLUDE]
+        for layer in self.layers:
+            if layer.exclude is not None:
+                patterns = [(p, layer.root) for p in layer.exclude]
+            patterns += [(p, layer.root) for p in layer.extend_exclude]
+        return [(pathspec.GitIgnoreSpec.from_lines([p]), root) for p, root in patterns]
+
+    def is_excluded(self, path: Path) -> bool:
+        for spec, root in self._exclude:
+            relative = _relative(path, root)
+            if relative is not None and spec.match_file(relative):
+                return True
+            if spec.match_file(path.name + ("/" if path.is_dir() else "")):
+                return True
+        return False
+
+    def describe(self) -> list[tuple[str, Any, str]]:
+        """(key, value, where it came from) for `ray-lint config`."""
+        rows: list[tuple[str, Any, str]] = []
+
+        def origin_of(attribute: str) -> str:
+            for layer in reversed(self.layers):
+                value = getattr(layer, attribute)
+                if value not in (None, ()):
+                    return layer.origin
+            return "default"
+
+        rows.append(("enabled rules", sorted(self.enabled_codes), origin_of("select")))
+        for key, attribute in (("select", "select"), ("extend-select", "extend_select"), ("ignore", "ignore")):
+            values = [v for layer in self.layers for v in (getattr(layer, attribute) or ())]
+            rows.append((key, values, origin_of(attribute)))
+        rows.append(("preview", self.preview, origin_of("preview")))
+        rows.append(("per-file-ignores", {p: list(s) for layer in self.layers for p, s in layer.per_file_ignores}, origin_of("per_file_ignores")))
+        exclude = next((list(l.exclude) for l in reversed(self.layers) if l.exclude is not None), list(DEFAULT_EXCLUDE))
+        rows.append(("exclude", exclude, origin_of("exclude")))
+        rows.append(("extend-exclude", [p for l in self.layers for p in l.extend_exclude], origin_of("extend_exclude")))
+        for rule in all_rules():
+            for option in rule.options:
+                value = self.rule_options.get(rule.name, {}).get(option.name, option.default)
+                source = next(
+                    (l.origin for l in reversed(self.layers) if any(n == rule.name and option.name in dict(s) for n, s in l.rule_options)),
+                    "default",
+                )
+                rows.append((f"rules.{rule.name}.{option.name}", value, source))
+        return rows
+
+
+def _relative(path: Path, root: Path) -> str | None:
+    try:
+        return PurePosixPath(path.resolve().relative_to(root)).as_posix()
+    except ValueError:
+        return None
+
+
+@dataclass
+class Resolver:
+    """Finds the settings for each file: its nearest config file (or `--config`), then the command line."""
+
+    cli: Layer
+    config_path: Path | None = None
+    isolated: bool = False
+    _by_directory: dict[Path, Settings] = field(default_factory=dict)
+    _by_file: dict[Path | None, Settings] = field(default_factory=dict)
+
+    def settings_for(self, path: Path) -> Settings:
+        directory = (path if path.is_dir() else path.parent).resolve()
+        cached = self._by_directory.get(directory)
+        if cached is not None:
+            return cached
+        if self.isolated:
+            config_file = None
+        elif self.config_path is not None:
+            config_file = self.config_path
+        else:
+            config_file = find_config_file(directory)
+        settings = self._by_file.get(config_file)
+        if settings is None:
+            layers = [self.cli]
+            if config_file is not None:
+                layer = read_config_file(config_file)
+                if layer is not None:
+                    layers.insert(0, layer)
+            settings = Settings(tuple(layers))
+            settings.enabled_codes  # validate selectors now, so errors surface before linting
+            self._by_file[config_file] = settings
+        self._by_directory[directory] = settings
+        return settings

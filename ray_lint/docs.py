@@ -1,0 +1,92 @@
+"""Generates docs/rules/ from the rule modules: one page per rule and an index.
+
+Run `python -m ray_lint.docs` to write the pages, `python -m ray_lint.docs --check` to fail when they
+are stale (a test does this too).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from ray_lint.rule import Rule, all_rules
+
+DOCS_DIR = Path(__file__).resolve().parent.parent / "docs" / "rules"
+
+
+def render_rule(rule: type[Rule]) -> str:
+    status = "preview (off unless selected by code or `--preview`)" if rule.preview else "on by default"
+    fix = "available (see Fix safety)" if rule.fixable else "none"
+    lines = [
+        f"# {rule.name} ({rule.code})",
+        "",
+        f"Severity: {rule.severity.value} · Category: {rule.category} · Status: {status} · Fix: {fix}",
+        "",
+        f"> {rule.message}",
+        "",
+        rule.docs.strip(),
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def render_index() -> str:
+    lines = [
+        "# Rules",
+        "",
+        "Generated from the rule modules by `python -m ray_lint.docs`; do not edit by hand.",
+        "",
+        "| Code | Name | Severity | Category | Status | Fix | Message |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for rule in all_rules():
+        status = "preview" if rule.preview else "default"
+        fix = "yes" if rule.fixable else ""
+        lines.append(
+            f"| [{rule.code}]({rule.code}.md) | `{rule.name}` | {rule.severity.value} | {rule.category} | "
+            f"{status} | {fix} | {rule.message} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def expected_pages() -> dict[str, str]:
+    pages = {f"{rule.code}.md": render_rule(rule) for rule in all_rules()}
+    pages["index.md"] = render_index()
+    return pages
+
+
+def stale_pages(directory: Path = DOCS_DIR) -> list[str]:
+    """Pages that are missing, different from what the rules say, or left over from a removed rule."""
+    expected = expected_pages()
+    stale = [name for name, text in expected.items() if not (directory / name).is_file() or (directory / name).read_text(encoding="utf-8") != text]
+    stale += [p.name for p in directory.glob("*.md") if p.name not in expected] if directory.is_dir() else []
+    return sorted(stale)
+
+
+def write_pages(directory: Path = DOCS_DIR) -> None:
+    directory.mkdir(parents=True, exist_ok=True)
+    expected = expected_pages()
+    for page in directory.glob("*.md"):
+        if page.name not in expected:
+            page.unlink()
+    for name, text in expected.items():
+        (directory / name).write_text(text, encoding="utf-8")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m ray_lint.docs", description=__doc__)
+    parser.add_argument("--check", action="store_true", help="fail if docs/rules is stale")
+    args = parser.parse_args(argv)
+    if args.check:
+        stale = stale_pages()
+        if stale:
+            print(f"docs/rules is stale: {', '.join(stale)}; run `python -m ray_lint.docs`", file=sys.stderr)
+            return 1
+        return 0
+    write_pages()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,208 @@
+"""The lint engine: one file's text in, diagnostics (and fixed text) out.
+
+Each file is parsed at most once per pass, and only when it contains a token one of the enabled
+rules needs; one semantic model serves every rule. Nothing here imports Ray.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+import libcst as cst
+
+from ray_lint import noqa
+from ray_lint.diagnostics import Applicability, Diagnostic, Edit, Position, Severity
+from ray_lint.model import SemanticModel
+from ray_lint.rule import Context, Report, Rule
+
+FILE_ERROR_CODE = "RAY000"
+FILE_ERROR_NAME = "file-error"
+MAX_FIX_PASSES = 10
+_NEWLINE = re.compile(r"\r\n?|\n")
+
+
+def file_error(message: str, line: int = 1, column: int = 1) -> Diagnostic:
+    return Diagnostic(
+        code=FILE_ERROR_CODE,
+        name=FILE_ERROR_NAME,
+        message=message,
+        severity=Severity.ERROR,
+        start=Position(line, column),
+        end=Position(line, column),
+        noqa_line=line,
+    )
+
+
+def needs_parse(text: str, rules: list[Rule]) -> bool:
+    return any(token in text for rule in rules for token in rule.needed_tokens())
+
+
+def lint_text(text: str, rules: list[Rule]) -> list[Diagnostic]:
+    """Run `rules` on one file's text. Never raises: failures become RAY000 diagnostics (when RAY000 is
+    among `rules`)."""
+    suppression = noqa.file_suppression(text)
+    active = [rule for rule in rules if not noqa.file_suppresses(suppression, rule.code)]
+    if not needs_parse(text, active):
+        return []
+    report_file_errors = any(rule.code == FILE_ERROR_CODE for rule in active)
+    diagnostics = [
+        d for d in _check(text, active) if d.code != FILE_ERROR_CODE or report_file_errors
+    ]
+    if not diagnostics:
+        return []
+    lines = noqa.NoqaMap.build(text)
+    kept = []
+    for diagnostic in diagnostics:
+        if diagnostic.code != FILE_ERROR_CODE and lines.suppresses(diagnostic.start.line, diagnostic.code):
+            continue
+        kept.append(_with_noqa_line(diagnostic, lines.noqa_line(diagnostic.start.line)))
+    return sorted(kept, key=lambda d: (d.start, d.code))
+
+
+def _with_noqa_line(diagnostic: Diagnostic, line: int) -> Diagnostic:
+    return Diagnostic(**{**diagnostic.__dict__, "noqa_line": line})
+
+
+def _check(text: str, rules: list[Rule]) -> list[Diagnostic]:
+    try:
+        module = cst.parse_module(text)
+    except cst.ParserSyntaxError as error:
+        return [_syntax_error(text, error)]
+    except (RecursionError, MemoryError):
+        return [file_error("nested too deeply to parse")]
+    except Exception as error:  # libcst's native parser may raise its own errors on odd input
+        return [file_error(f"cannot be parsed: {type(error).__name__}: {error}")]
+    try:
+        model = SemanticModel(module)
+    except (RecursionError, MemoryError) as error:
+        return [file_error(f"could not be analysed: {type(error).__name__}")]
+    diagnostics: list[Diagnostic] = []
+    for rule in rules:
+        ctx = Context(model, rule.settings)
+        try:
+            rule.check(ctx)
+            diagnostics.extend(_to_diagnostic(rule, report, ctx) for report in ctx.reports)
+        except Exception as error:
+            diagnostics.append(
+                file_error(f"internal error in rule {rule.code} ({rule.name}): {type(error).__name__}: {error}")
+            )
+    return diagnostics
+
+
+def _syntax_error(text: str, error: cst.ParserSyntaxError) -> Diagnostic:
+    """Python's own message and position where it has one (they are clearer than libcst's)."""
+    try:
+        ast.parse(text)
+    except SyntaxError as python_error:
+        return file_error(f"syntax error: {python_error.msg}", python_error.lineno or 1, python_error.offset or 1)
+    except (ValueError, RecursionError, MemoryError):
+        pass
+    return file_error(f"syntax error: {error.message}", error.editor_line, error.editor_column)
+
+
+def _to_diagnostic(rule: Rule, report: Report, ctx: Context) -> Diagnostic:
+    span = ctx.model.position(report.node)
+    return Diagnostic(
+        code=rule.code,
+        name=rule.name,
+        message=report.message,
+        severity=rule.severity,
+        start=Position(span.start.line, span.start.column + 1),
+        end=Position(span.end.line, span.end.column + 1),
+        fix=ctx.fix(report.fix) if report.fix is not None else None,
+    )
+
+
+# ---------------------------------------------------------------------------- fixes
+
+
+def line_offsets(text: str) -> list[int]:
+    """Offset of the start of each line (index 0 is line 1), splitting lines as libcst does."""
+    return [0, *(match.end() for match in _NEWLINE.finditer(text))]
+
+
+def apply_edits(text: str, edits: list[Edit]) -> str:
+    offsets = line_offsets(text)
+
+    def offset(position: Position) -> int:
+        return offsets[position.line - 1] + position.column - 1
+
+    result = text
+    for edit in sorted(edits, key=lambda e: (e.start, e.end), reverse=True):
+        result = result[: offset(edit.start)] + edit.content + result[offset(edit.end) :]
+    return result
+
+
+def parses(text: str, original: str) -> bool:
+    """Whether fixed text is still Python: libcst must parse it, and so must `ast` where it parsed the original."""
+    try:
+        cst.parse_module(text)
+    except Exception:
+        return False
+    try:
+        ast.parse(original)
+    except (SyntaxError, ValueError, RecursionError):
+        return True
+    try:
+        ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError):
+        return False
+    return True
+
+
+@dataclass
+class FixOutcome:
+    text: str
+    diagnostics: list[Diagnostic]
+    applied: Counter[str] = field(default_factory=Counter)
+    refused: list[Diagnostic] = field(default_factory=list)  # fixes that would not parse
+
+
+def fix_text(text: str, rules: list[Rule], unsafe: bool) -> FixOutcome:
+    """Apply fixes until none is left (at most MAX_FIX_PASSES passes), never keeping unparseable code."""
+    outcome = FixOutcome(text, [])
+    refused_at: set[tuple[str, Position]] = set()
+    for _ in range(MAX_FIX_PASSES):
+        diagnostics = lint_text(outcome.text, rules)
+        chosen = _non_overlapping(
+            d
+            for d in diagnostics
+            if d.fix is not None
+            and (d.fix.applicability is Applicability.SAFE or unsafe)
+            and (d.code, d.start) not in refused_at
+        )
+        if not chosen:
+            outcome.diagnostics = diagnostics
+            return outcome
+        candidate = apply_edits(outcome.text, [e for d in chosen for e in d.fix.edits])  # type: ignore[union-attr]
+        if parses(candidate, outcome.text):
+            outcome.text = candidate
+            outcome.applied.update(d.code for d in chosen)
+            continue
+        for diagnostic in chosen:  # find the fix that breaks the code; keep the others
+            assert diagnostic.fix is not None
+            single = apply_edits(outcome.text, list(diagnostic.fix.edits))
+            if parses(single, outcome.text):
+                outcome.text = single
+                outcome.applied[diagnostic.code] += 1
+                break
+            refused_at.add((diagnostic.code, diagnostic.start))
+            outcome.refused.append(diagnostic)
+    outcome.diagnostics = lint_text(outcome.text, rules)
+    return outcome
+
+
+def _non_overlapping(diagnostics: Iterable[Diagnostic]) -> list[Diagnostic]:
+    chosen: list[Diagnostic] = []
+    taken: list[tuple[Position, Position]] = []
+    for diagnostic in sorted(diagnostics, key=lambda d: d.start):
+        assert diagnostic.fix is not None
+        spans = [(e.start, e.end) for e in diagnostic.fix.edits]
+        if all(end <= s or e <= start for start, end in spans for s, e in taken):
+            chosen.append(diagnostic)
+            taken.extend(spans)
+    return chosen

@@ -1,0 +1,958 @@
+"""The semantic model of Ray code that every rule queries.
+
+One iterative walk over the libcst tree records scopes, bindings, calls, loops, functions and
+classes. Everything else (qualified names, remote functions and actors, ObjectRef flow) is
+resolved lazily from those records, so a rule pays only for what it asks.
+
+Order matters for the flow questions ("was this ref created earlier in the same iteration?"),
+so the walk visits children in evaluation order and numbers every event: a value is numbered
+before the names it binds, a loop's iterable before the loop, a decorator before its function.
+Flow is approximated linearly: the binding that reaches a use is the last one before it in the
+same scope. That ignores branches, which is the right trade for a linter that must stay quiet.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import defaultdict
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Literal, Union
+
+import libcst as cst
+from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
+
+ScopeKind = Literal["module", "function", "lambda", "class", "comprehension"]
+LoopKind = Literal["for", "while", "comprehension"]
+BindingKind = Literal["import", "assign", "augassign", "def", "class", "loop-target", "param", "other"]
+
+Comprehension = Union[cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp]
+COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
+
+# Fields that never hold code a rule cares about (whitespace, brackets, operators, keyword names).
+_SKIPPED_FIELDS = frozenset(
+    {
+        "lpar", "rpar", "comma", "semicolon", "leading_lines", "lines_after_decorators", "header",
+        "footer", "newline", "trailing_whitespace", "operator", "dot", "equal", "colon",
+        "asynchronous", "keyword", "attr", "lbracket", "rbracket", "lbrace", "rbrace", "star_tok",
+    }
+)
+# Evaluation order where libcst's field order differs from it.
+_FIELD_ORDER: dict[type, tuple[str, ...]] = {
+    cst.IfExp: ("test", "body", "orelse"),
+    cst.DictComp: ("for_in", "key", "value"),
+    cst.ListComp: ("for_in", "elt"),
+    cst.SetComp: ("for_in", "elt"),
+    cst.GeneratorExp: ("for_in", "elt"),
+}
+_fields_cache: dict[type, tuple[str, ...]] = {}
+
+
+def child_nodes(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """Children in evaluation order, without whitespace and punctuation, and without rebuilding nodes
+    (libcst's own visitor reconstructs every node it passes, which doubles the cost of a walk)."""
+    cls = type(node)
+    names = _fields_cache.get(cls)
+    if names is None:
+        names = _FIELD_ORDER.get(cls) or tuple(
+            f.name
+            for f in dataclasses.fields(node)
+            if f.name not in _SKIPPED_FIELDS and not f.name.startswith("whitespace")
+        )
+        _fields_cache[cls] = names
+    for name in names:
+        value = getattr(node, name)
+        if isinstance(value, cst.CSTNode):
+            yield value
+        elif isinstance(value, (list, tuple)):
+            for item in value:
+                if isinstance(item, cst.CSTNode):
+                    yield item
+
+
+def iter_subtree(node: cst.CSTNode, *, into_functions: bool = True) -> Iterator[cst.CSTNode]:
+    """Every node under `node` (itself included), optionally not descending into nested defs and lambdas."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        if not into_functions and current is not node and isinstance(
+            current, (cst.FunctionDef, cst.Lambda, cst.ClassDef)
+        ):
+            continue
+        stack.extend(reversed(list(child_nodes(current))))
+
+
+def dotted_name(expr: cst.BaseExpression) -> str | None:
+    """`a.b.c` as text, or None for anything that is not a plain dotted name."""
+    parts: list[str] = []
+    while isinstance(expr, cst.Attribute):
+        parts.append(expr.attr.value)
+        expr = expr.value
+    if not isinstance(expr, cst.Name):
+        return None
+    parts.append(expr.value)
+    return ".".join(reversed(parts))
+
+
+def literal_number(expr: cst.BaseExpression | None) -> float | None:
+    """The value of an int or float literal (with an optional minus sign), else None."""
+    negative = False
+    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus):
+        negative, expr = True, expr.expression
+    if isinstance(expr, (cst.Integer, cst.Float)):
+        value = float(expr.evaluated_value)
+        return -value if negative else value
+    return None
+
+
+@dataclass(eq=False, repr=False)
+class Scope:
+    kind: ScopeKind
+    node: cst.CSTNode
+    parent: Scope | None
+    is_async: bool = False
+    bindings: dict[str, list[Binding]] = field(default_factory=lambda: defaultdict(list))
+    globals: set[str] = field(default_factory=set)
+
+    @property
+    def function(self) -> Scope | None:
+        """The nearest enclosing function or lambda scope (comprehensions run inside it)."""
+        scope: Scope | None = self
+        while scope is not None and scope.kind in ("comprehension", "class"):
+            scope = scope.parent
+        return scope if scope is not None and scope.kind in ("function", "lambda") else None
+
+
+@dataclass(eq=False, repr=False)
+class Loop:
+    kind: LoopKind
+    node: cst.For | cst.While | Comprehension
+    parent: Loop | None
+    scope: Scope  # the scope the loop's body runs in (a comprehension's own scope)
+    start: int  # event numbers of the body: [start, end)
+    end: int = 1 << 62
+
+    def contains_index(self, index: int) -> bool:
+        return self.start <= index < self.end
+
+    def encloses(self, other: Loop | None) -> bool:
+        while other is not None:
+            if other is self:
+                return True
+            other = other.parent
+        return False
+
+    @property
+    def body(self) -> cst.CSTNode:
+        if isinstance(self.node, (cst.For, cst.While)):
+            return self.node.body
+        return self.node
+
+
+@dataclass(eq=False, repr=False)
+class Binding:
+    name: str
+    kind: BindingKind
+    scope: Scope
+    index: int
+    node: cst.CSTNode
+    value: cst.BaseExpression | None = None  # for `name = value`
+    imported: str | None = None  # qualified name, for imports
+    loop: Loop | None = None
+    source: cst.BaseExpression | None = None  # what the value was computed from (also when unpacked)
+
+
+@dataclass(eq=False, repr=False)
+class CallSite:
+    node: cst.Call
+    scope: Scope
+    index: int
+    loop: Loop | None
+    statement: cst.CSTNode | None
+
+
+@dataclass(eq=False, repr=False)
+class FunctionInfo:
+    node: cst.FunctionDef
+    scope: Scope  # the function's own scope
+    parent_scope: Scope
+    owner: ClassInfo | None  # the class it is a method of
+
+    @property
+    def is_async(self) -> bool:
+        return self.node.asynchronous is not None
+
+
+@dataclass(eq=False, repr=False)
+class ClassInfo:
+    node: cst.ClassDef
+    scope: Scope
+    methods: list[FunctionInfo] = field(default_factory=list)
+
+
+@dataclass(eq=False, repr=False)
+class RemoteOptions:
+    """Options given to `ray.remote(...)` or `.options(...)`: literal keyword expressions, and whether
+    `**kwargs` made the full set unknowable."""
+
+    node: cst.Call | None
+    values: dict[str, cst.BaseExpression] = field(default_factory=dict)
+    has_unpacked: bool = False
+
+    @classmethod
+    def from_call(cls, call: cst.Call) -> RemoteOptions:
+        options = cls(node=call)
+        for arg in call.args:
+            if arg.keyword is not None:
+                options.values[arg.keyword.value] = arg.value
+            elif arg.star == "**":
+                options.has_unpacked = True
+        return options
+
+
+@dataclass(eq=False, repr=False)
+class RemoteDef:
+    """A remote function or actor class, with everything the module says about its options."""
+
+    kind: Literal["task", "actor"]
+    target: cst.FunctionDef | cst.ClassDef
+    declared_at: cst.CSTNode  # the decorator or the `ray.remote(...)` call: where rules report
+    options: RemoteOptions
+    call_options: list[RemoteOptions] = field(default_factory=list)
+    cls: ClassInfo | None = None
+
+    @property
+    def name(self) -> str:
+        return self.target.name.value
+
+    def option_values(self, name: str) -> Iterator[cst.BaseExpression]:
+        """Every expression given for option `name`, in the decorator and at `.options(...)` calls."""
+        for options in (self.options, *self.call_options):
+            if name in options.values:
+                yield options.values[name]
+
+    @property
+    def options_unknowable(self) -> bool:
+        return any(o.has_unpacked for o in (self.options, *self.call_options))
+
+    @property
+    def is_async_actor(self) -> bool:
+        return self.cls is not None and any(m.is_async for m in self.cls.methods)
+
+    @property
+    def is_threaded_actor(self) -> bool:
+        """`max_concurrency > 1` or concurrency groups; an unknown value counts as threaded."""
+        for value in self.option_values("max_concurrency"):
+            number = literal_number(value)
+            if number is None or number > 1:
+                return True
+        return any(True for _ in self.option_values("concurrency_groups"))
+
+
+@dataclass(frozen=True, repr=False)
+class Submission:
+    """What a `.remote(...)` call does. `kind` is "unknown" when the receiver cannot be resolved."""
+
+    kind: Literal["task", "actor-create", "actor-method", "unknown"]
+    call: cst.Call
+    remote: RemoteDef | None = None  # the function, or the actor class
+    handle: cst.BaseExpression | None = None  # for actor methods, the handle expression
+    method: str | None = None
+
+    @property
+    def returns_ref(self) -> bool:
+        return self.kind != "actor-create"
+
+
+@dataclass(frozen=True, repr=False)
+class RefOrigin:
+    """Where an ObjectRef (or a list of them) held by an expression came from."""
+
+    kind: Literal["ref", "ref-list"]
+    producer: cst.BaseExpression  # the `.remote(...)`, `ray.put(...)` or list expression
+    index: int  # event number at which the expression got its value
+    binding: Binding | None  # the binding it flowed through, if it came through a name
+
+
+class SemanticModel:
+    """Facts about one module, for rules to query. Build it with `SemanticModel(module)`."""
+
+    def __init__(self, module: cst.Module) -> None:
+        self.module = module
+        self.module_scope = Scope("module", module, None)
+        self.scopes: list[Scope] = [self.module_scope]
+        self.loops: list[Loop] = []
+        self.calls: list[CallSite] = []
+        self.calls_by_tail: dict[str, list[CallSite]] = defaultdict(list)
+        self.functions: list[FunctionInfo] = []
+        self.classes: list[ClassInfo] = []
+        self.star_imports: set[str] = set()
+        self._call_sites: dict[int, CallSite] = {}
+        self._function_by_node: dict[int, FunctionInfo] = {}
+        self._class_by_node: dict[int, ClassInfo] = {}
+        self._positions: dict[cst.CSTNode, CodeRange] | None = None
+        _Walker(self).run()
+
+    # ------------------------------------------------------------------ names
+
+    def reaching_binding(self, name: str, scope: Scope, at: int) -> Binding | None:
+        """The binding of `name` visible at event `at` in `scope`: in the same scope, the last one before
+        `at`; in an enclosing scope (code that runs later, such as a function body), the last one before
+        `at` or else the last one of all."""
+        current: Scope | None = scope
+        same_scope = True
+        while current is not None:
+            if not same_scope and current.kind == "class":  # class bodies are not enclosing scopes
+                current = current.parent
+                continue
+            if name in current.globals:
+                current, same_scope = self.module_scope, False
+            bindings = current.bindings.get(name)
+            if bindings:
+                before = [b for b in bindings if b.index < at]
+                if before:
+                    return before[-1]
+                return None if same_scope else bindings[-1]
+            current, same_scope = current.parent, False
+        return None
+
+    def qualified_name(self, expr: cst.BaseExpression, scope: Scope, at: int, _depth: int = 0) -> str | None:
+        """`ray.get` for `ray.get`, `r.get` (after `import ray as r`), `fetch` (after
+        `from ray import get as fetch`) and `get = ray.get; get`; None for local or unknown names."""
+        if _depth > 8:
+            return None
+        if isinstance(expr, cst.Attribute):
+            base = self.qualified_name(expr.value, scope, at, _depth + 1)
+            return f"{base}.{expr.attr.value}" if base else None
+        if not isinstance(expr, cst.Name):
+            return None
+        binding = self.reaching_binding(expr.value, scope, at)
+        if binding is None:
+            if len(self.star_imports) == 1:  # `from ray import *`
+                return f"{next(iter(self.star_imports))}.{expr.value}"
+            return None
+        if binding.kind == "import":
+            return binding.imported
+        if binding.kind == "assign" and isinstance(binding.value, (cst.Name, cst.Attribute)):
+            return self.qualified_name(binding.value, binding.scope, binding.index, _depth + 1)
+        if binding.kind == "assign" and _is_none_literal(binding.value):
+            imports = [b for b in binding.scope.bindings[expr.value] if b.kind == "import"]
+            if imports:  # `try: import ray` / `except ImportError: ray = None`
+                return imports[-1].imported
+        return None
+
+    def call_site(self, call: cst.Call) -> CallSite | None:
+        return self._call_sites.get(id(call))
+
+    def call_name(self, site: CallSite) -> str | None:
+        return self.qualified_name(site.node.func, site.scope, site.index)
+
+    def calls_to(self, qualified: str) -> list[CallSite]:
+        """Calls that resolve to `qualified` (e.g. "ray.get"), through any alias."""
+        tails = {qualified.rsplit(".", 1)[-1]} | self._alias_names(qualified)
+        found = []
+        for tail in tails:
+            for site in self.calls_by_tail.get(tail, ()):
+                if self.call_name(site) == qualified:
+                    found.append(site)
+        found.sort(key=lambda site: site.index)
+        return found
+
+    @cached_property
+    def _aliases(self) -> dict[str, set[str]]:
+        """Qualified name -> local names that may stand for it (import aliases and `x = a.b` copies)."""
+        aliases: dict[str, set[str]] = defaultdict(set)
+        for scope in self.scopes:
+            for name, bindings in scope.bindings.items():
+                for binding in bindings:
+                    if binding.kind == "import" and binding.imported:
+                        aliases[binding.imported].add(name)
+                    elif binding.kind == "assign" and isinstance(binding.value, (cst.Name, cst.Attribute)):
+                        resolved = self.qualified_name(binding.value, scope, binding.index)
+                        if resolved:
+                            aliases[resolved].add(name)
+        return aliases
+
+    def _alias_names(self, qualified: str) -> set[str]:
+        return self._aliases.get(qualified, set())
+
+    def imports_module(self, module: str) -> bool:
+        """Whether the file imports `module` or something inside it."""
+        prefix = module + "."
+        return any(q == module or q.startswith(prefix) for q in self._aliases) or module in self.star_imports
+
+    # ------------------------------------------------------------------ remote functions and actors
+
+    @property
+    def remote_defs(self) -> list[RemoteDef]:
+        """Every remote function and actor class, in all the forms `ray.remote` is applied."""
+        return self._remotes[0]
+
+    @cached_property
+    def _remotes(self) -> tuple[list[RemoteDef], dict[int, RemoteDef]]:
+        found: dict[int, RemoteDef] = {}
+        for info in (*self.functions, *self.classes):
+            scope = info.parent_scope if isinstance(info, FunctionInfo) else info.scope.parent
+            assert scope is not None
+            index = self._definition_index(info.node, scope)
+            for decorator in info.node.decorators:
+                options = self._remote_options(decorator.decorator, scope, index)
+                if options is not None:
+                    found[id(info.node)] = self._make_remote(info.node, decorator, options)
+        applications: list[tuple[cst.Call, int]] = []
+        for site in self.calls_to("ray.remote"):
+            target, options = self._applied_remote(site)
+            if target is not None:
+                applications.append((site.node, id(target)))
+                if id(target) not in found:
+                    found[id(target)] = self._make_remote(target, site.node, options)
+        by_node: dict[int, RemoteDef] = {}
+        for remote in found.values():
+            by_node[id(remote.target)] = remote
+            by_node[id(remote.declared_at)] = remote
+        for call, target_id in applications:  # `g = ray.remote(f)` names the same definition
+            by_node[id(call)] = found[target_id]
+            applying = self._applied_call.get(id(call))
+            if applying is not None:
+                by_node[id(applying)] = found[target_id]
+        self._remotes = (list(found.values()), by_node)  # `.options` lookups below need the map
+        for site in self.calls_by_tail.get("options", ()):
+            func = site.node.func
+            if isinstance(func, cst.Attribute):
+                remote = self.remote_def_of(func.value, site.scope, site.index)
+                if remote is not None:
+                    remote.call_options.append(RemoteOptions.from_call(site.node))
+        return self._remotes
+
+    def _make_remote(
+        self, target: cst.FunctionDef | cst.ClassDef, declared_at: cst.CSTNode, options: RemoteOptions
+    ) -> RemoteDef:
+        if isinstance(target, cst.ClassDef):
+            return RemoteDef("actor", target, declared_at, options, cls=self._class_by_node[id(target)])
+        return RemoteDef("task", target, declared_at, options)
+
+    def _remote_options(self, expr: cst.BaseExpression, scope: Scope, at: int) -> RemoteOptions | None:
+        """Options if `expr` is `ray.remote` or `ray.remote(...)` used as a decorator."""
+        if isinstance(expr, cst.Call):
+            if self.qualified_name(expr.func, scope, at) == "ray.remote":
+                return RemoteOptions.from_call(expr)
+            return None
+        if self.qualified_name(expr, scope, at) == "ray.remote":
+            return RemoteOptions(node=None)
+        return None
+
+    def _applied_remote(
+        self, site: CallSite
+    ) -> tuple[cst.FunctionDef | cst.ClassDef | None, RemoteOptions]:
+        """For `ray.remote(f)` or `ray.remote(**opts)(f)`: the definition of `f` and the options."""
+        call = site.node
+        applied = self._applied_call.get(id(call))
+        if applied is not None:  # `ray.remote(...)(f)`
+            options, call = RemoteOptions.from_call(call), applied
+        else:
+            options = RemoteOptions(node=call)
+        positional = [arg for arg in call.args if arg.keyword is None and not arg.star]
+        if len(positional) != 1 or not isinstance(positional[0].value, cst.Name):
+            return None, options
+        binding = self.reaching_binding(positional[0].value.value, site.scope, site.index)
+        if binding is not None and binding.kind in ("def", "class"):
+            return binding.node, options  # type: ignore[return-value]
+        return None, options
+
+    @cached_property
+    def _applied_call(self) -> dict[int, cst.Call]:
+        """`id(ray.remote(...))` -> the call `ray.remote(...)(f)` that applies it."""
+        applied = {}
+        for site in self.calls:
+            if isinstance(site.node.func, cst.Call):
+                applied[id(site.node.func)] = site.node
+        return applied
+
+    @property
+    def _remote_by_node(self) -> dict[int, RemoteDef]:
+        return self._remotes[1]
+
+    def remote_def_of(self, expr: cst.BaseExpression, scope: Scope, at: int, _depth: int = 0) -> RemoteDef | None:
+        """The remote function or actor class that `expr` names, if the module defines it."""
+        if _depth > 8:
+            return None
+        if isinstance(expr, cst.Call):
+            return self._remote_by_node.get(id(expr))
+        if not isinstance(expr, cst.Name):
+            return None
+        binding = self.reaching_binding(expr.value, scope, at)
+        if binding is None:
+            return None
+        if binding.kind in ("def", "class"):
+            return self._remote_by_node.get(id(binding.node))
+        if binding.kind == "assign" and binding.value is not None:
+            return self.remote_def_of(binding.value, binding.scope, binding.index, _depth + 1)
+        return None
+
+    def function_info(self, node: cst.FunctionDef) -> FunctionInfo | None:
+        return self._function_by_node.get(id(node))
+
+    def _definition_index(self, node: cst.CSTNode, scope: Scope) -> int:
+        bindings = scope.bindings.get(getattr(node, "name").value, [])
+        return next((b.index for b in bindings if b.node is node), 1 << 62)
+
+    # ------------------------------------------------------------------ ObjectRefs
+
+    def submission(self, call: cst.Call) -> Submission | None:
+        """What `call` submits, if it is a `.remote(...)` call."""
+        func = call.func
+        if not (isinstance(func, cst.Attribute) and func.attr.value == "remote"):
+            return None
+        site = self.call_site(call)
+        if site is None:
+            return None
+        receiver = func.value
+        if (
+            isinstance(receiver, cst.Call)
+            and isinstance(receiver.func, cst.Attribute)
+            and receiver.func.attr.value == "options"
+        ):
+            receiver = receiver.func.value
+        remote = self.remote_def_of(receiver, site.scope, site.index)
+        if remote is not None:
+            return Submission("task" if remote.kind == "task" else "actor-create", call, remote)
+        if isinstance(receiver, cst.Attribute):
+            actor = self.actor_of_handle(receiver.value, site.scope, site.index)
+            if actor is not None or not self._names_module(receiver.value, site.scope, site.index):
+                return Submission("actor-method", call, actor, receiver.value, receiver.attr.value)
+        return Submission("unknown", call)
+
+    def _names_module(self, expr: cst.BaseExpression, scope: Scope, at: int) -> bool:
+        """Whether `expr` is an imported module or name (so `mod.f.remote()` is a task, not a method)."""
+        return self.qualified_name(expr, scope, at) is not None
+
+    def actor_of_handle(self, expr: cst.BaseExpression, scope: Scope, at: int) -> RemoteDef | None:
+        """The actor class of a handle expression such as `h` after `h = Actor.remote()`."""
+        if isinstance(expr, cst.Call):
+            submission = self.submission(expr)
+            return submission.remote if submission and submission.kind == "actor-create" else None
+        if isinstance(expr, cst.Name):
+            binding = self.reaching_binding(expr.value, scope, at)
+            if binding is not None and binding.kind == "assign" and isinstance(binding.value, cst.Call):
+                return self.actor_of_handle(binding.value, binding.scope, binding.index)
+        return None
+
+    def ref_origin(self, expr: cst.BaseExpression, scope: Scope, at: int, _depth: int = 0) -> RefOrigin | None:
+        """Where the ObjectRef(s) that `expr` holds at event `at` were created, if the module shows it:
+        `.remote(...)`, `ray.put(...)`, names bound to those, list literals and comprehensions of refs,
+        and lists filled with `.append(ref)`."""
+        if _depth > 8:
+            return None
+        if isinstance(expr, cst.Call):
+            site = self.call_site(expr)
+            if site is None:
+                return None
+            submission = self.submission(expr)
+            if submission is not None:
+                return RefOrigin("ref", expr, site.index, None) if submission.returns_ref else None
+            if self.call_name(site) == "ray.put":
+                return RefOrigin("ref", expr, site.index, None)
+            return None
+        if isinstance(expr, (cst.List, cst.Tuple)):
+            elements = [e.value for e in expr.elements]
+            if elements and all(self.ref_origin(e, scope, at, _depth + 1) for e in elements):
+                return RefOrigin("ref-list", expr, at, None)
+            return None
+        if isinstance(expr, (cst.ListComp, cst.GeneratorExp)):
+            inner = self._comprehension_scope(expr)
+            if inner is not None and self.ref_origin(expr.elt, inner, 1 << 62, _depth + 1):
+                return RefOrigin("ref-list", expr, at, None)
+            return None
+        if isinstance(expr, cst.Name):
+            binding = self.reaching_binding(expr.value, scope, at)
+            if binding is None or binding.kind != "assign" or binding.value is None:
+                return None
+            value = binding.value
+            if isinstance(value, cst.List) and not value.elements and self._appended_refs(binding):
+                return RefOrigin("ref-list", value, binding.index, binding)
+            origin = self.ref_origin(value, binding.scope, binding.index, _depth + 1)
+            if origin is not None:
+                return RefOrigin(origin.kind, origin.producer, binding.index, binding)
+        return None
+
+    def _appended_refs(self, binding: Binding) -> bool:
+        """Whether a list bound empty is later filled with `name.append(ref)`."""
+        for site in self.calls_by_tail.get("append", ()):
+            func = site.node.func
+            if (
+                isinstance(func, cst.Attribute)
+                and isinstance(func.value, cst.Name)
+                and func.value.value == binding.name
+                and site.index > binding.index
+                and self.reaching_binding(binding.name, site.scope, site.index) is binding
+                and len(site.node.args) == 1
+                and self.ref_origin(site.node.args[0].value, site.scope, site.index)
+            ):
+                return True
+        return False
+
+    @cached_property
+    def _comprehension_scopes(self) -> dict[int, Scope]:
+        return {id(s.node): s for s in self.scopes if s.kind == "comprehension"}
+
+    def _comprehension_scope(self, node: cst.CSTNode) -> Scope | None:
+        return self._comprehension_scopes.get(id(node))
+
+    # ------------------------------------------------------------------ loops
+
+    def common_loop(self, first: Loop | None, second: Loop | None) -> Loop | None:
+        """The innermost loop that encloses both (within one function)."""
+        loop = first
+        while loop is not None:
+            if loop.encloses(second):
+                return loop
+            loop = loop.parent
+        return None
+
+    def bindings_in(self, loop: Loop) -> Iterator[Binding]:
+        """Bindings made inside the loop's body in the loop's own scope (and its comprehension scopes)."""
+        for scope in self.scopes:
+            if scope is loop.scope or (scope.kind == "comprehension" and _scope_within(scope, loop.scope)):
+                for bindings in scope.bindings.values():
+                    for binding in bindings:
+                        if loop.contains_index(binding.index) and binding.kind != "loop-target":
+                            yield binding
+
+    def carried_names(self, loop: Loop, names: set[str], at: int) -> set[str]:
+        """Of `names` read at event `at` inside `loop`, those whose value there comes from the previous
+        iteration: bound later in the body, and not earlier in the same iteration."""
+        carried = set()
+        for name in names:
+            indices = [
+                b.index
+                for b in loop.scope.bindings.get(name, ())
+                if loop.contains_index(b.index) and b.kind != "loop-target"
+            ]
+            if indices and not any(i < at for i in indices) and any(i >= at for i in indices):
+                carried.add(name)
+        return carried
+
+    # ------------------------------------------------------------------ positions
+
+    def position(self, node: cst.CSTNode) -> CodeRange:
+        """Line and column range of `node`. Positions cost a code-generation pass over the module, so they
+        are computed once, on the first call, and only for files that report something."""
+        if self._positions is None:
+            wrapper = MetadataWrapper(self.module, unsafe_skip_copy=True)
+            self._positions = dict(wrapper.resolve(PositionProvider))
+        return self._positions[node]
+
+
+def _is_none_literal(expr: cst.BaseExpression | None) -> bool:
+    return isinstance(expr, cst.Name) and expr.value == "None"
+
+
+def _scope_within(scope: Scope, ancestor: Scope) -> bool:
+    current: Scope | None = scope
+    while current is not None:
+        if current is ancestor:
+            return True
+        current = current.parent
+    return False
+
+
+def names_read(expr: cst.CSTNode) -> set[str]:
+    """Plain names an expression reads (attribute names and keyword names excluded)."""
+    return {node.value for node in iter_subtree(expr) if isinstance(node, cst.Name)}
+
+
+_Action = Callable[[], None]
+
+
+class _Walker:
+    """Fills a SemanticModel in one iterative pass (no recursion limit on deeply nested code)."""
+
+    def __init__(self, model: SemanticModel) -> None:
+        self.model = model
+        self.index = 0
+        self.scope = model.module_scope
+        self.loop: Loop | None = None
+        self.statement: cst.CSTNode | None = None
+        self.owner: ClassInfo | None = None
+        self.stack: list[cst.CSTNode | _Action] = []
+        self.handlers: dict[type, Callable[[cst.CSTNode], None]] = {
+            cst.Import: self._import,
+            cst.ImportFrom: self._import_from,
+            cst.FunctionDef: self._function,
+            cst.ClassDef: self._class,
+            cst.Lambda: self._lambda,
+            cst.For: self._for,
+            cst.While: self._while,
+            cst.ListComp: self._comprehension,
+            cst.SetComp: self._comprehension,
+            cst.DictComp: self._comprehension,
+            cst.GeneratorExp: self._comprehension,
+            cst.Assign: self._assign,
+            cst.AnnAssign: self._ann_assign,
+            cst.AugAssign: self._aug_assign,
+            cst.NamedExpr: self._named_expr,
+            cst.WithItem: self._with_item,
+            cst.ExceptHandler: self._except_handler,
+            cst.Global: self._global,
+            cst.Nonlocal: self._global,
+            cst.Call: self._call,
+        }
+        self.statement_types = (cst.BaseSmallStatement, cst.BaseCompoundStatement)
+
+    def run(self) -> None:
+        self.stack.append(self.model.module)
+        stack, handlers = self.stack, self.handlers
+        while stack:
+            item = stack.pop()
+            if not isinstance(item, cst.CSTNode):
+                item()
+                continue
+            self.index += 1
+            if isinstance(item, self.statement_types):
+                self.statement = item
+            handler = handlers.get(type(item))
+            if handler is not None:
+                handler(item)
+            else:
+                stack.extend(reversed(list(child_nodes(item))))
+
+    def push(self, *items: cst.CSTNode | _Action | None) -> None:
+        """Schedule items to run in the order given."""
+        self.stack.extend(item for item in reversed(items) if item is not None)
+
+    def push_all(self, nodes: Iterator[cst.CSTNode] | list[cst.CSTNode]) -> None:
+        self.stack.extend(reversed(list(nodes)))
+
+    # --- bindings
+
+    def bind(
+        self,
+        name: str,
+        kind: BindingKind,
+        node: cst.CSTNode,
+        value: cst.BaseExpression | None = None,
+        imported: str | None = None,
+        source: cst.BaseExpression | None = None,
+    ) -> None:
+        self.index += 1
+        scope = self.model.module_scope if name in self.scope.globals else self.scope
+        scope.bindings[name].append(
+            Binding(name, kind, scope, self.index, node, value, imported, self.loop, source)
+        )
+
+    def bind_target(
+        self,
+        target: cst.BaseExpression,
+        kind: BindingKind,
+        value: cst.BaseExpression | None,
+        source: cst.BaseExpression | None = None,
+    ) -> None:
+        """Bind the names in an assignment target; walk the expressions inside attribute and subscript targets."""
+        if isinstance(target, cst.Name):
+            self.bind(target.value, kind, target, value, source=source)
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            for element in target.elements:
+                self.bind_target(element.value, kind, None, source)
+        elif isinstance(target, cst.StarredElement):
+            self.bind_target(target.value, kind, None, source)
+        else:
+            self.push(target)
+
+    def later_bind(
+        self, target: cst.BaseExpression, kind: BindingKind, value: cst.BaseExpression | None, source: cst.BaseExpression | None = None
+    ) -> _Action:
+        return lambda: self.bind_target(target, kind, value, source if source is not None else value)
+
+    # --- handlers
+
+    def _import(self, node: cst.Import) -> None:
+        for alias in node.names:
+            full = dotted_name(alias.name)
+            if full is None:
+                continue
+            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                self.bind(alias.asname.name.value, "import", alias, imported=full)
+            else:
+                top = full.split(".", 1)[0]
+                self.bind(top, "import", alias, imported=top)
+
+    def _import_from(self, node: cst.ImportFrom) -> None:
+        module = dotted_name(node.module) if node.module is not None and not node.relative else None
+        if isinstance(node.names, cst.ImportStar):
+            if module is not None:
+                self.model.star_imports.add(module)
+            return
+        for alias in node.names:
+            if not isinstance(alias.name, cst.Name):
+                continue
+            local = alias.asname.name.value if alias.asname and isinstance(alias.asname.name, cst.Name) else alias.name.value
+            self.bind(local, "import", alias, imported=f"{module}.{alias.name.value}" if module else None)
+
+    def _enter_scope(self, kind: ScopeKind, node: cst.CSTNode, is_async: bool = False) -> _Action:
+        """Open a scope (and, for functions, a fresh loop context); returns the action that closes it."""
+        outer_scope, outer_loop, outer_owner = self.scope, self.loop, self.owner
+        self.scope = Scope(kind, node, outer_scope, is_async)
+        self.model.scopes.append(self.scope)
+        if kind in ("function", "lambda", "class"):
+            self.loop = None
+
+        def leave() -> None:
+            self.scope, self.loop, self.owner = outer_scope, outer_loop, outer_owner
+
+        return leave
+
+    def _params(self, params: cst.Parameters) -> list[cst.CSTNode]:
+        """Defaults and annotations, which are evaluated in the enclosing scope."""
+        evaluated: list[cst.CSTNode] = []
+        for param in (*params.posonly_params, *params.params, *params.kwonly_params):
+            if param.default is not None:
+                evaluated.append(param.default)
+            if param.annotation is not None:
+                evaluated.append(param.annotation.annotation)
+        for star in (params.star_arg, params.star_kwarg):
+            if isinstance(star, cst.Param) and star.annotation is not None:
+                evaluated.append(star.annotation.annotation)
+        return evaluated
+
+    def _bind_params(self, params: cst.Parameters) -> None:
+        for param in (*params.posonly_params, *params.params, *params.kwonly_params, params.star_arg, params.star_kwarg):
+            if isinstance(param, cst.Param):
+                self.bind(param.name.value, "param", param)
+
+    def _function(self, node: cst.FunctionDef) -> None:
+        owner = self.owner if self.scope.kind == "class" else None
+
+        def enter() -> None:
+            self.bind(node.name.value, "def", node)
+            leave = self._enter_scope("function", node, node.asynchronous is not None)
+            info = FunctionInfo(node, self.scope, self.scope.parent, owner)  # type: ignore[arg-type]
+            self.model.functions.append(info)
+            self.model._function_by_node[id(node)] = info
+            if owner is not None:
+                owner.methods.append(info)
+            self.owner = None
+            self._bind_params(node.params)
+            self.push(node.body, leave)
+
+        self.push(*(d.decorator for d in node.decorators), *self._params(node.params), node.returns, enter)
+
+    def _class(self, node: cst.ClassDef) -> None:
+        def enter() -> None:
+            self.bind(node.name.value, "class", node)
+            leave = self._enter_scope("class", node)
+            info = ClassInfo(node, self.scope)
+            self.model.classes.append(info)
+            self.model._class_by_node[id(node)] = info
+            self.owner = info
+            self.push(node.body, leave)
+
+        self.push(*(d.decorator for d in node.decorators), *(a.value for a in node.bases), *(a.value for a in node.keywords), enter)
+
+    def _lambda(self, node: cst.Lambda) -> None:
+        def enter() -> None:
+            leave = self._enter_scope("lambda", node)
+            self._bind_params(node.params)
+            self.push(node.body, leave)
+
+        self.push(*self._params(node.params), enter)
+
+    def _open_loop(self, kind: LoopKind, node: cst.For | cst.While | Comprehension) -> _Action:
+        outer = self.loop
+        loop = Loop(kind, node, outer, self.scope, self.index + 1)
+        self.model.loops.append(loop)
+        self.loop = loop
+
+        def close() -> None:
+            loop.end = self.index + 1
+            self.index += 1
+            self.loop = outer
+
+        return close
+
+    def _for(self, node: cst.For) -> None:
+        def enter() -> None:
+            close = self._open_loop("for", node)
+            self.push(self.later_bind(node.target, "loop-target", None, node.iter), node.body, close, node.orelse)
+
+        self.push(node.iter, enter)
+
+    def _while(self, node: cst.While) -> None:
+        close = self._open_loop("while", node)
+        self.push(node.test, node.body, close, node.orelse)
+
+    def _comprehension(self, node: Comprehension) -> None:
+        first = node.for_in
+
+        def enter() -> None:
+            leave = self._enter_scope("comprehension", node)
+            close = self._open_loop("comprehension", node)
+            items: list[cst.CSTNode | _Action] = []
+            comp_for: cst.CompFor | None = first
+            while comp_for is not None:
+                if comp_for is not first:
+                    items.append(comp_for.iter)
+                items.append(self.later_bind(comp_for.target, "loop-target", None, comp_for.iter))
+                items.extend(condition.test for condition in comp_for.ifs)
+                comp_for = comp_for.inner_for_in
+            if isinstance(node, cst.DictComp):
+                items += [node.key, node.value]
+            else:
+                items.append(node.elt)
+            self.push(*items, close, leave)
+
+        self.push(first.iter, enter)
+
+    def _assign(self, node: cst.Assign) -> None:
+        single = len(node.targets) == 1
+        self.push(
+            node.value,
+            *(self.later_bind(t.target, "assign", node.value if single else None, node.value) for t in node.targets),
+        )
+
+    def _ann_assign(self, node: cst.AnnAssign) -> None:
+        bind = self.later_bind(node.target, "assign", node.value) if node.value is not None else None
+        self.push(node.annotation.annotation, node.value, bind)
+
+    def _aug_assign(self, node: cst.AugAssign) -> None:
+        target = node.target
+        self.push(node.value, self.later_bind(target, "augassign", node.value))
+
+    def _named_expr(self, node: cst.NamedExpr) -> None:
+        scope = self.scope
+        while scope.kind == "comprehension" and scope.parent is not None:
+            scope = scope.parent
+
+        def bind() -> None:
+            inner, self.scope = self.scope, scope
+            self.bind_target(node.target, "assign", node.value, node.value)
+            self.scope = inner
+
+        self.push(node.value, bind)
+
+    def _with_item(self, node: cst.WithItem) -> None:
+        bind = self.later_bind(node.asname.name, "other", None) if node.asname is not None else None
+        self.push(node.item, bind)
+
+    def _except_handler(self, node: cst.ExceptHandler) -> None:
+        bind = None
+        if node.name is not None and isinstance(node.name.name, cst.Name):
+            bind = self.later_bind(node.name.name, "other", None)
+        self.push(node.type, bind, node.body)
+
+    def _global(self, node: cst.Global | cst.Nonlocal) -> None:
+        if isinstance(node, cst.Global):
+            self.scope.globals.update(item.name.value for item in node.names)
+
+    def _call(self, node: cst.Call) -> None:
+        site = CallSite(node, self.scope, self.index, self.loop, self.statement)
+        model = self.model
+        model.calls.append(site)
+        model._call_sites[id(node)] = site
+        func = node.func
+        if isinstance(func, cst.Attribute):
+            model.calls_by_tail[func.attr.value].append(site)
+        elif isinstance(func, cst.Name):
+            model.calls_by_tail[func.value].append(site)
+        self.push(func, *(arg.value for arg in node.args))

@@ -1,0 +1,48 @@
+"""Output formats. Each takes the run's results and writes text; none of them lints anything."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from ray_lint.diagnostics import Applicability, Diagnostic, FileResult
+
+FORMATS = ("full", "concise", "json", "json-lines", "sarif", "github")
+
+
+@dataclass(frozen=True)
+class Finding:
+    """A diagnostic with the file it is in, as every format needs both."""
+
+    path: str
+    diagnostic: Diagnostic
+    result: FileResult
+
+
+@dataclass(frozen=True)
+class Report:
+    findings: list[Finding]
+    results: list[FileResult]
+    unsafe_fixes: bool
+    show_fixes: bool
+    fixing: bool
+
+    def fix_is_available(self, diagnostic: Diagnostic) -> bool:
+        fix = diagnostic.fix
+        return fix is not None and (fix.applicability is Applicability.SAFE or self.unsafe_fixes)
+
+
+def display_path(path: str) -> str:
+    """The path relative to the working directory when it is below it, with forward slashes."""
+    absolute = Path(path).absolute()
+    try:
+        return absolute.relative_to(Path.cwd()).as_posix()
+    except ValueError:
+        return Path(path).as_posix() if not os.path.isabs(path) else absolute.as_posix()
+
+
+def collect(results: list[FileResult]) -> list[Finding]:
+    findings = [Finding(display_path(r.path), d, r) for r in results for d in r.diagnostics]
+    findings.sort(key=lambda f: (f.path, f.diagnostic.start, f.diagnostic.code))
+    return findings

@@ -1,0 +1,113 @@
+"""Human-readable formats, laid out like ruff's: `full` shows the source with a caret under the span."""
+
+from __future__ import annotations
+
+import difflib
+from collections import Counter
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from ray_lint.diagnostics import Diagnostic
+from ray_lint.engine import apply_edits
+from ray_lint.noqa import LINE_SPLIT
+from ray_lint.output import Finding, Report
+from ray_lint.rule import rule_by_code_or_name
+
+_SEVERITY_STYLE = {"error": "bold red", "warning": "bold yellow", "info": "bold cyan"}
+
+
+def _header(report: Report, finding: Finding) -> str:
+    d = finding.diagnostic
+    marker = "[cyan]\\[*][/] " if report.fix_is_available(d) else ""
+    style = _SEVERITY_STYLE[d.severity.value]
+    return (
+        f"[bold]{escape(finding.path)}[/][cyan]:[/]{d.start.line}[cyan]:[/]{d.start.column}[cyan]:[/] "
+        f"[{style}]{d.code}[/] {marker}{escape(d.message)}"
+    )
+
+
+def render_concise(report: Report, console: Console) -> None:
+    for finding in report.findings:
+        console.print(_header(report, finding), soft_wrap=True)
+
+
+def _caret_prefix(line: str, column: int) -> str:
+    """Whitespace that lines a caret up under `column`, keeping the line's own tabs."""
+    return "".join("\t" if ch == "\t" else " " for ch in line[: column - 1])
+
+
+def render_full(report: Report, console: Console) -> None:
+    for finding in report.findings:
+        d = finding.diagnostic
+        console.print(_header(report, finding), soft_wrap=True)
+        lines = LINE_SPLIT.split(finding.result.source or "")
+        if 0 < d.start.line <= len(lines) and finding.result.source:
+            first, last = max(1, d.start.line - 1), min(len(lines), d.start.line + 1)
+            width = len(str(last))
+            gutter = " " * width
+            console.print(f"[blue]{gutter} |[/]", soft_wrap=True)
+            for number in range(first, last + 1):
+                console.print(f"[blue]{number:>{width}} |[/] {escape(lines[number - 1])}", soft_wrap=True)
+                if number == d.start.line:
+                    line = lines[number - 1]
+                    end = d.end.column if d.end.line == d.start.line else len(line) + 1
+                    carets = "^" * max(1, end - d.start.column)
+                    style = _SEVERITY_STYLE[d.severity.value]
+                    console.print(
+                        f"[blue]{gutter} |[/] {_caret_prefix(line, d.start.column)}[{style}]{carets} {d.code}[/]",
+                        soft_wrap=True,
+                    )
+            console.print(f"[blue]{gutter} |[/]", soft_wrap=True)
+            if d.fix is not None:
+                console.print(f"{gutter} [bold cyan]= help[/]: {escape(d.fix.message)}", soft_wrap=True)
+                if report.show_fixes:
+                    _print_fix_diff(console, finding.result.source, d)
+        console.print()
+
+
+def _print_fix_diff(console: Console, source: str, diagnostic: Diagnostic) -> None:
+    assert diagnostic.fix is not None
+    fixed = apply_edits(source, list(diagnostic.fix.edits))
+    label = "unsafe fix" if diagnostic.fix.applicability.value == "unsafe" else "safe fix"
+    console.print(f"  [bold]{label}[/]:", soft_wrap=True)
+    for line in difflib.unified_diff(source.splitlines(), fixed.splitlines(), lineterm="", n=1):
+        if line.startswith(("---", "+++", "@@")):
+            continue
+        style = "green" if line.startswith("+") else "red" if line.startswith("-") else "dim"
+        console.print(f"  [{style}]{escape(line)}[/]", soft_wrap=True)
+
+
+def render_statistics(report: Report, console: Console) -> None:
+    counts = Counter(f.diagnostic.code for f in report.findings)
+    fixable = {f.diagnostic.code for f in report.findings if report.fix_is_available(f.diagnostic)}
+    table = Table(box=None, show_header=False, pad_edge=False)
+    for _ in range(3):
+        table.add_column()
+    for code, count in sorted(counts.items(), key=lambda item: (-item[1], item[0])):
+        rule = rule_by_code_or_name(code)
+        marker = "[*] " if code in fixable else ""
+        table.add_row(str(count), code, escape(marker + (rule.name if rule else code)))
+    console.print(table)
+
+
+def summary(report: Report, fixed: int) -> str:
+    """The closing lines: how many problems, how many fixed, and what the fix options would do."""
+    remaining = len(report.findings)
+    available = sum(1 for f in report.findings if report.fix_is_available(f.diagnostic))
+    hidden = sum(1 for f in report.findings if f.diagnostic.fix is not None and not report.fix_is_available(f.diagnostic))
+    noun = "problem" if remaining + fixed == 1 else "problems"
+    if remaining == 0 and fixed == 0:
+        return "All checks passed!"
+    lines = []
+    if fixed:
+        lines.append(f"Found {remaining + fixed} {noun} ({fixed} fixed, {remaining} remaining).")
+    else:
+        lines.append(f"Found {remaining} {noun}.")
+    if available and not report.fixing:
+        option = "--fix --unsafe-fixes" if report.unsafe_fixes else "--fix"
+        lines.append(f"[*] {available} fixable with the `{option}` option.")
+    if hidden:
+        lines.append(f"({hidden} hidden fix{'es' if hidden > 1 else ''} can be enabled with the `--unsafe-fixes` option.)")
+    return "\n".join(lines)

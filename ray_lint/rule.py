@@ -1,0 +1,180 @@
+"""What a rule module declares, and the registry that finds them all in `ray_lint.rules`."""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from functools import cache
+from typing import Any, ClassVar
+
+import libcst as cst
+
+from ray_lint.diagnostics import Applicability, Edit, Fix, Position, Severity
+from ray_lint.model import SemanticModel
+
+CODE_PATTERN = re.compile(r"RAY\d{3}")
+NAME_PATTERN = re.compile(r"[a-z][a-z0-9]*(-[a-z0-9]+)*")
+DOC_SECTIONS = ("What it does", "Why is this bad?", "Example", "Use instead", "Fix safety", "References")
+
+
+@dataclass(frozen=True)
+class Valid:
+    """Code the rule must not report."""
+
+    code: str
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class Invalid:
+    """Code the rule must report, on `line` (1-based, counted in `code`); `fixed` is the source after
+    applying the fix, when the rule offers one here."""
+
+    code: str
+    line: int
+    fixed: str | None = None
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class Option:
+    """A per-rule option, set under `[tool.ray-lint.rules.<rule-name>]`."""
+
+    name: str
+    default: Any
+    description: str
+
+    def check(self, value: Any) -> str | None:
+        """An error message if `value` does not have the default's type."""
+        expected = type(self.default)
+        if isinstance(self.default, list):
+            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                return "expected a list of strings"
+            return None
+        if expected is bool or isinstance(value, bool):
+            return None if type(value) is expected else f"expected {expected.__name__}"
+        if not isinstance(value, expected):
+            return f"expected {expected.__name__}"
+        return None
+
+
+@dataclass(frozen=True)
+class Report:
+    """What a rule found, before positions and suppressions are worked out."""
+
+    node: cst.CSTNode
+    message: str
+    fix: FixPlan | None = None
+
+
+@dataclass(frozen=True)
+class FixPlan:
+    """A fix in terms of nodes: replace each node's source with new text."""
+
+    message: str
+    replacements: tuple[tuple[cst.CSTNode, str], ...]
+    applicability: Applicability
+
+
+@dataclass
+class Context:
+    """What a rule gets: the model of the file and a way to report."""
+
+    model: SemanticModel
+    options: dict[str, Any]
+    reports: list[Report] = field(default_factory=list)
+
+    def report(self, node: cst.CSTNode, message: str, fix: FixPlan | None = None) -> None:
+        self.reports.append(Report(node, message, fix))
+
+    def code_for(self, node: cst.CSTNode) -> str:
+        return self.model.module.code_for_node(node)
+
+    def edits(self, plan: FixPlan) -> tuple[Edit, ...]:
+        edits = []
+        for node, text in plan.replacements:
+            span = self.model.position(node)
+            edits.append(
+                Edit(
+                    Position(span.start.line, span.start.column + 1),
+                    Position(span.end.line, span.end.column + 1),
+                    text,
+                )
+            )
+        return tuple(edits)
+
+    def fix(self, plan: FixPlan) -> Fix:
+        return Fix(plan.message, self.edits(plan), plan.applicability)
+
+
+class Rule:
+    """Base class of every rule. A subclass in a module of `ray_lint.rules` is a rule."""
+
+    code: ClassVar[str]
+    name: ClassVar[str]
+    message: ClassVar[str]  # the summary shown in listings; reports may give a more specific text
+    severity: ClassVar[Severity]
+    category: ClassVar[str]
+    preview: ClassVar[bool] = False
+    fixable: ClassVar[bool] = False
+    tokens: ClassVar[tuple[str, ...]] = ()  # a file with none of these is not parsed for this rule
+    docs: ClassVar[str]
+    options: ClassVar[tuple[Option, ...]] = ()
+    VALID: ClassVar[list[Valid]] = []
+    INVALID: ClassVar[list[Invalid]] = []
+
+    def __init__(self, settings: dict[str, Any] | None = None) -> None:
+        self.settings = {option.name: option.default for option in self.options}
+        self.settings.update(settings or {})
+
+    def check(self, ctx: Context) -> None:
+        raise NotImplementedError
+
+    def needed_tokens(self) -> tuple[str, ...]:
+        """Tokens for the pre-filter; a rule whose options add names may widen them."""
+        return self.tokens
+
+    @classmethod
+    def summary(cls) -> dict[str, Any]:
+        return {
+            "code": cls.code,
+            "name": cls.name,
+            "message": cls.message,
+            "severity": cls.severity.value,
+            "category": cls.category,
+            "preview": cls.preview,
+            "fixable": cls.fixable,
+            "options": {o.name: {"default": o.default, "description": o.description} for o in cls.options},
+        }
+
+
+@cache
+def all_rules() -> tuple[type[Rule], ...]:
+    """Every rule class in `ray_lint.rules`, sorted by code."""
+    import ray_lint.rules as package
+
+    found: dict[str, type[Rule]] = {}
+    for module_info in pkgutil.iter_modules(package.__path__):
+        module = importlib.import_module(f"{package.__name__}.{module_info.name}")
+        for value in vars(module).values():
+            if isinstance(value, type) and issubclass(value, Rule) and value is not Rule and value.__module__ == module.__name__:
+                if value.code in found:
+                    raise RuntimeError(f"two rules have code {value.code}")
+                found[value.code] = value
+    return tuple(sorted(found.values(), key=lambda rule: rule.code))
+
+
+def rule_by_code_or_name(key: str) -> type[Rule] | None:
+    for rule in all_rules():
+        if key.upper() == rule.code or key.lower() == rule.name:
+            return rule
+    return None
+
+
+def iter_examples() -> Iterator[tuple[type[Rule], Valid | Invalid]]:
+    for rule in all_rules():
+        for example in (*rule.VALID, *rule.INVALID):
+            yield rule, example

