@@ -44,7 +44,7 @@ There is no fix.
 - [Python: source code encoding](https://peps.python.org/pep-0263/)
 """
     VALID = [Valid("import ray\nref = f.remote(1)\n"), Valid("print('no Ray here'\n", "not parsed: nothing for the rules")]
-    INVALID = [Invalid("import ray\nref = f.remote(\n", 3), Invalid("import ray\nfor x in xs\n    f.remote(x)\n", 2)]
+    INVALID = [Invalid("import ray\nref = f.remote(\n", 2), Invalid("import ray\nfor x in xs\n    f.remote(x)\n", 2)]
 
     def check(self, ctx: Context) -> None:
         """The engine reports file errors before and around the rules; there is nothing to do here."""
