@@ -335,12 +335,12 @@ class SemanticModel:
             return None
         if binding.kind == "import":
             return binding.imported
-        if binding.kind == "assign" and isinstance(binding.value, (cst.Name, cst.Attribute)):
-            return self.qualified_name(binding.value, binding.scope, binding.index, _depth + 1)
         if binding.kind == "assign" and _is_none_literal(binding.value):
             imports = [b for b in binding.scope.bindings[expr.value] if b.kind == "import"]
             if imports:  # `try: import ray` / `except ImportError: ray = None`
                 return imports[-1].imported
+        if binding.kind == "assign" and isinstance(binding.value, (cst.Name, cst.Attribute)):
+            return self.qualified_name(binding.value, binding.scope, binding.index, _depth + 1)
         return None
 
     def call_site(self, call: cst.Call) -> CallSite | None:

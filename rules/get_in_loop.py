@@ -168,8 +168,6 @@ first. It is offered for comprehensions and generator expressions whose element 
         """Whether the loop cannot run its tasks in parallel: the next submission, or the decision to
         go on, needs a result fetched in the loop."""
         derived = self._result_names(model, loop)
-        if not derived:
-            return False
         inputs = set().union(*(names_read(arg.value) for arg in submission.call.args))
         if submission.handle is not None:
             inputs |= names_read(submission.handle)

@@ -1,0 +1,30 @@
+# One entry point for newcomers and CI. Needs only Python 3.10+ and make.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: demo setup test docs clean
+
+# Set everything up, then run ray-lint on the bundled examples (findings are expected there).
+demo: $(STAMP)
+	$(BIN)/ray-lint check examples/ || test $$? -eq 1
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet --editable '.[test]'
+	touch $(STAMP)
+
+# Every test: unit, examples of every rule, the command line end to end, packaging.
+test: $(STAMP)
+	$(BIN)/python -m pytest
+
+# Regenerate docs/rules/ from the rule modules (a test fails when they are stale).
+docs: $(STAMP)
+	$(BIN)/python -m ray_lint.docs
+
+clean:
+	rm -rf $(VENV) build dist *.egg-info .pytest_cache .hypothesis

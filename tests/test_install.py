@@ -1,0 +1,170 @@
+"""Packaging: the wheel holds the right files, installs into a bare virtualenv and lints there without
+Ray; the editable install maps `ray_lint.rules` onto the checkout's top-level `rules/` directory.
+
+The virtualenv tests install the wheel's dependencies (libcst, pathspec, rich) from PyPI.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+
+# Variables that would let the subprocesses see something other than what they are meant to test.
+_LEAKY_ENV = ("PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "VIRTUAL_ENV", "PYTHONSAFEPATH", "RAY_LINT_OUTPUT_FORMAT")
+
+RAY001_SOURCE = "import ray\nresults = [ray.get(f.remote(x)) for x in xs]\n"
+
+
+def _clean_env() -> dict[str, str]:
+    env = {key: value for key, value in os.environ.items() if key not in _LEAKY_ENV}
+    env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
+    env["PIP_NO_INPUT"] = "1"
+    return env
+
+
+def _run(args: list[str], cwd: Path, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(a) for a in args], cwd=cwd, env=_clean_env(), capture_output=True, text=True, timeout=timeout
+    )
+
+
+def _explain(proc: subprocess.CompletedProcess[str]) -> str:
+    return f"command: {proc.args}\nexit: {proc.returncode}\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr}"
+
+
+# ---------------------------------------------------------------------------- the wheel
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Build the wheel once, with the test environment's python, from the repository root."""
+    outdir = tmp_path_factory.mktemp("wheel")
+    proc = _run([sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", outdir], cwd=REPO, timeout=300)
+    assert proc.returncode == 0, _explain(proc)
+    wheels = list(outdir.glob("*.whl"))
+    assert len(wheels) == 1, f"expected one wheel in {outdir}, found {wheels}\n{_explain(proc)}"
+    return wheels[0]
+
+
+@pytest.fixture(scope="module")
+def wheel_names(wheel: Path) -> list[str]:
+    with zipfile.ZipFile(wheel) as archive:
+        return archive.namelist()
+
+
+def test_wheel_ships_rules_inside_the_package(wheel_names: list[str]) -> None:
+    assert "ray_lint/rules/__init__.py" in wheel_names
+    assert "ray_lint/rules/get_in_loop.py" in wheel_names
+
+
+def test_wheel_has_no_top_level_rules_or_tests(wheel_names: list[str]) -> None:
+    assert [n for n in wheel_names if n == "rules" or n.startswith("rules/")] == []
+    assert [n for n in wheel_names if n == "tests" or n.startswith("tests/")] == []
+    top_level = {name.split("/", 1)[0] for name in wheel_names}
+    dist_info = {t for t in top_level if t.endswith(".dist-info")}
+    assert len(dist_info) == 1 and top_level - dist_info == {"ray_lint"}, f"top-level entries: {sorted(top_level)}"
+
+
+def test_wheel_rules_match_the_checkout(wheel: Path, wheel_names: list[str]) -> None:
+    """Every rule module in `rules/` is in the wheel, byte for byte, and nothing else is (a stale
+    `build/lib` left by an earlier build would otherwise slip old or deleted rules into the wheel)."""
+    shipped = {n.removeprefix("ray_lint/rules/") for n in wheel_names if n.startswith("ray_lint/rules/")}
+    on_disk = {p.name for p in (REPO / "rules").glob("*.py")}
+    assert shipped == on_disk
+    with zipfile.ZipFile(wheel) as archive:
+        for name in sorted(on_disk):
+            assert archive.read(f"ray_lint/rules/{name}") == (REPO / "rules" / name).read_bytes(), name
+
+
+def test_wheel_declares_the_console_script(wheel: Path, wheel_names: list[str]) -> None:
+    [entry_points] = [n for n in wheel_names if n.endswith(".dist-info/entry_points.txt")]
+    with zipfile.ZipFile(wheel) as archive:
+        text = archive.read(entry_points).decode()
+    assert "[console_scripts]" in text
+    assert "ray-lint = ray_lint.cli:main" in text
+
+
+# ---------------------------------------------------------------------------- a bare virtualenv
+
+
+@pytest.fixture(scope="module")
+def fresh_venv(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A new virtualenv (no system site packages) with only the wheel and its dependencies."""
+    venv = tmp_path_factory.mktemp("venv") / "env"
+    work = venv.parent
+    proc = _run([sys.executable, "-m", "venv", venv], cwd=work)
+    assert proc.returncode == 0, _explain(proc)
+    python = venv / "bin" / "python"
+    proc = _run([python, "-m", "pip", "install", "-q", wheel], cwd=work, timeout=180)
+    assert proc.returncode == 0, _explain(proc)
+    return venv
+
+
+def test_venv_uses_the_installed_wheel_not_the_checkout(fresh_venv: Path, tmp_path: Path) -> None:
+    proc = _run(
+        [
+            fresh_venv / "bin" / "python",
+            "-c",
+            "import ray_lint, ray_lint.rules, ray_lint.rules.get_in_loop as m; print(ray_lint.rules.__path__[0]); print(m.__file__)",
+        ],
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0, _explain(proc)
+    rules_dir, module_file = (Path(line) for line in proc.stdout.splitlines())
+    site_packages = next((fresh_venv / "lib").glob("python3*/site-packages"))
+    assert rules_dir.resolve() == (site_packages / "ray_lint" / "rules").resolve()
+    assert module_file.resolve().is_relative_to(site_packages.resolve())
+    assert not module_file.resolve().is_relative_to(REPO)
+
+
+def test_venv_has_no_ray(fresh_venv: Path, tmp_path: Path) -> None:
+    proc = _run([fresh_venv / "bin" / "python", "-c", "import ray"], cwd=tmp_path)
+    assert proc.returncode != 0, "Ray is importable in the fresh virtualenv, so it cannot show that linting works without Ray"
+    assert "ModuleNotFoundError" in proc.stderr, _explain(proc)
+
+
+def test_venv_console_script_lints_without_ray(fresh_venv: Path, tmp_path: Path) -> None:
+    # Part of this test's claim: Ray really is absent here (checked again so this test stands alone).
+    assert _run([fresh_venv / "bin" / "python", "-c", "import ray"], cwd=tmp_path).returncode != 0
+    target = tmp_path / "uses_ray.py"
+    target.write_text(RAY001_SOURCE)
+    proc = _run([fresh_venv / "bin" / "ray-lint", "check", "--output-format", "json", target.name], cwd=tmp_path)
+    assert proc.returncode == 1, _explain(proc)  # 1: findings reported
+    findings = json.loads(proc.stdout)
+    assert [(f["code"], f["location"]["row"]) for f in findings] == [("RAY001", 2)], _explain(proc)
+    assert findings[0]["filename"].endswith("uses_ray.py")
+
+
+def test_venv_console_script_explains_a_rule(fresh_venv: Path, tmp_path: Path) -> None:
+    proc = _run([fresh_venv / "bin" / "ray-lint", "rule", "RAY001"], cwd=tmp_path)
+    assert proc.returncode == 0, _explain(proc)
+    assert "RAY001" in proc.stdout
+    assert "get-in-loop" in proc.stdout
+    assert "## Why is this bad?" in proc.stdout or "Why is this bad?" in proc.stdout
+
+
+# ---------------------------------------------------------------------------- the editable install
+
+
+def test_editable_install_maps_rules_to_the_checkout(tmp_path: Path) -> None:
+    """Run from a directory outside the checkout, so only the installed mapping can find the package."""
+    code = (
+        "import os, sys, ray_lint, ray_lint.rules, ray_lint.rules.get_in_loop as m\n"
+        "print(any(os.path.realpath(p or '.') == os.path.realpath(sys.argv[1]) for p in sys.path))\n"
+        "print(list(ray_lint.rules.__path__)[0]); print(m.__file__); print(list(ray_lint.__path__)[0])\n"
+    )
+    proc = _run([sys.executable, "-c", code, REPO], cwd=tmp_path)
+    assert proc.returncode == 0, _explain(proc)
+    repo_on_path, rules_dir, module_file, package_dir = proc.stdout.splitlines()
+    assert repo_on_path == "False", "the repository root is on sys.path, so this would not test the install"
+    assert Path(rules_dir).resolve() == (REPO / "rules").resolve()
+    assert Path(module_file).resolve() == (REPO / "rules" / "get_in_loop.py").resolve()
+    assert Path(package_dir).resolve() == (REPO / "ray_lint").resolve()

@@ -1,0 +1,176 @@
+"""The semantic model on small modules: names, remote definitions, actors, ObjectRef flow, loops, scopes."""
+
+from __future__ import annotations
+
+import libcst as cst
+import pytest
+
+from ray_lint.model import SemanticModel
+
+
+def model_of(source: str) -> SemanticModel:
+    return SemanticModel(cst.parse_module(source))
+
+
+def code(model: SemanticModel, node: cst.CSTNode) -> str:
+    return model.module.code_for_node(node)
+
+
+@pytest.mark.parametrize(
+    "source, call",
+    [
+        ("import ray\nray.get(x)\n", "ray.get(x)"),
+        ("import ray as r\nr.get(x)\n", "r.get(x)"),
+        ("from ray import get as fetch\nfetch(x)\n", "fetch(x)"),
+        ("from ray import get\nget(x)\n", "get(x)"),
+        ("import ray\nblock = ray.get\nblock(x)\n", "block(x)"),
+        ("from ray import *\nget(x)\n", "get(x)"),
+        ("try:\n    import ray\nexcept ImportError:\n    ray = None\ndef f():\n    return ray.get(x)\n", "ray.get(x)"),
+        ("def f():\n    import ray\n    return ray.get(x)\n", "ray.get(x)"),
+    ],
+)
+def test_aliases_resolve_to_ray_get(source: str, call: str) -> None:
+    model = model_of(source)
+    assert [code(model, site.node) for site in model.calls_to("ray.get")] == [call]
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "ray.get(x)\n",  # never imported
+        "import ray\nray = Session()\nray.get(x)\n",  # rebound before the call
+        "import ray\ndef f(ray):\n    return ray.get(x)\n",  # a parameter shadows it
+        "from mylib import get\nget(x)\n",
+    ],
+)
+def test_non_ray_names_do_not_resolve(source: str) -> None:
+    assert model_of(source).calls_to("ray.get") == []
+
+
+def test_submodule_imports_and_aliases() -> None:
+    model = model_of("import ray.data as rd\nfrom ray.util import ActorPool\nrd.read_parquet(p)\nActorPool(a)\n")
+    assert [code(model, s.node) for s in model.calls_to("ray.data.read_parquet")] == ["rd.read_parquet(p)"]
+    assert [code(model, s.node) for s in model.calls_to("ray.util.ActorPool")] == ["ActorPool(a)"]
+    assert model.imports_module("ray")
+
+
+def test_remote_definitions_in_every_form() -> None:
+    model = model_of(
+        "import ray\n"
+        "@ray.remote\ndef a(): pass\n"
+        "@ray.remote(num_gpus=1, num_cpus=2)\ndef b(): pass\n"
+        "def c(): pass\nrc = ray.remote(c)\n"
+        "def d(): pass\nrd = ray.remote(num_cpus=4)(d)\n"
+        "opts = {}\ndef e(): pass\nre_ = ray.remote(**opts)(e)\n"
+        "def plain(): pass\n"
+        "b.options(num_gpus=2).remote()\n"
+    )
+    remotes = {r.name: r for r in model.remote_defs}
+    assert set(remotes) == {"a", "b", "c", "d", "e"}
+    assert all(r.kind == "task" for r in remotes.values())
+    assert set(remotes["b"].options.values) == {"num_gpus", "num_cpus"}
+    assert [code(model, v) for v in remotes["b"].option_values("num_gpus")] == ["1", "2"]
+    assert set(remotes["d"].options.values) == {"num_cpus"}
+    assert remotes["e"].options_unknowable and not remotes["d"].options_unknowable
+
+
+def test_actor_kinds() -> None:
+    model = model_of(
+        "import ray\n"
+        "@ray.remote\nclass Sync:\n    def m(self): pass\n"
+        "@ray.remote\nclass Async:\n    async def m(self): pass\n"
+        "@ray.remote(max_concurrency=8)\nclass Threaded:\n    def m(self): pass\n"
+        "@ray.remote\nclass OptionThreaded:\n    def m(self): pass\n"
+        "h = OptionThreaded.options(max_concurrency=4).remote()\n"
+        "@ray.remote(max_concurrency=1)\nclass One:\n    def m(self): pass\n"
+    )
+    actors = {r.name: r for r in model.remote_defs}
+    assert all(r.kind == "actor" for r in actors.values())
+    kinds = {name: (r.is_async_actor, r.is_threaded_actor) for name, r in actors.items()}
+    assert kinds == {
+        "Sync": (False, False),
+        "Async": (True, False),
+        "Threaded": (False, True),
+        "OptionThreaded": (False, True),
+        "One": (False, False),
+    }
+
+
+def test_submissions_tell_tasks_actor_creation_and_methods_apart() -> None:
+    model = model_of(
+        "import ray\nimport mymod\n"
+        "@ray.remote\ndef f(): pass\n"
+        "@ray.remote\nclass A:\n    def m(self): pass\n"
+        "f.remote()\nh = A.remote()\nh.m.remote()\nmymod.task.remote()\nf.options(num_cpus=1).remote()\n"
+    )
+    kinds = {
+        code(model, site.node): model.submission(site.node).kind  # type: ignore[union-attr]
+        for site in model.calls_by_tail["remote"]
+    }
+    assert kinds == {
+        "f.remote()": "task",
+        "A.remote()": "actor-create",
+        "h.m.remote()": "actor-method",
+        "mymod.task.remote()": "unknown",
+        "f.options(num_cpus=1).remote()": "task",
+    }
+
+
+def _origin_of_get(source: str) -> str | None:
+    model = model_of(source)
+    (site,) = model.calls_to("ray.get")
+    origin = model.ref_origin(site.node.args[0].value, site.scope, site.index)
+    return None if origin is None else origin.kind
+
+
+@pytest.mark.parametrize(
+    "source, kind",
+    [
+        ("import ray\nray.get(f.remote())\n", "ref"),
+        ("import ray\nr = f.remote()\nray.get(r)\n", "ref"),
+        ("import ray\nr = ray.put(x)\nray.get(r)\n", "ref"),
+        ("import ray\nrefs = [f.remote(i) for i in xs]\nray.get(refs)\n", "ref-list"),
+        ("import ray\nrefs = [f.remote(1), g.remote(2)]\nray.get(refs)\n", "ref-list"),
+        ("import ray\nrefs = []\nfor i in xs:\n    refs.append(f.remote(i))\nray.get(refs)\n", "ref-list"),
+        ("import ray\nready, rest = ray.wait(refs)\nray.get(ready)\n", None),
+        ("import ray\n@ray.remote\nclass A: pass\nray.get(A.remote())\n", None),  # a handle, not a ref
+        ("import ray\nr = f.remote()\nr = 3\nray.get(r)\n", None),  # rebound
+    ],
+)
+def test_ref_flow(source: str, kind: str | None) -> None:
+    assert _origin_of_get(source) == kind
+
+
+def test_loops_and_carried_names() -> None:
+    model = model_of(
+        "import ray\nx = 0\ni = 0\nwhile i < n:\n    y = x + 1\n    x = ray.get(step.remote(y))\n    i += 1\n"
+        "total = sum(v for v in vs)\n"
+        "for a in ray.get(refs):\n    pass\n"
+    )
+    kinds = sorted(loop.kind for loop in model.loops)
+    assert kinds == ["comprehension", "for", "while"]
+    (step,) = model.calls_by_tail["remote"]
+    loop = step.loop
+    assert loop is not None and loop.kind == "while"
+    assert model.carried_names(loop, {"x", "y", "i", "n"}, step.index) == {"x", "i"}
+    (get_refs,) = [s for s in model.calls_to("ray.get") if "refs" in code(model, s.node)]
+    assert get_refs.loop is None  # a `for` loop's iterable is evaluated once, outside the loop
+
+
+def test_functions_reset_the_loop_context_and_know_async_scopes() -> None:
+    model = model_of(
+        "import ray\nfor x in xs:\n    def helper():\n        return ray.get(f.remote())\n"
+        "async def main():\n    await g()\n"
+    )
+    (site,) = model.calls_to("ray.get")
+    assert site.loop is None
+    assert site.scope.function is not None and not site.scope.is_async
+    (main,) = [f for f in model.functions if f.node.name.value == "main"]
+    assert main.is_async and main.scope.is_async
+
+
+def test_deeply_nested_code_does_not_hit_the_recursion_limit() -> None:
+    depth = 2000
+    source = "import ray\nx = " + "[" * 90 + "f.remote()" + "]" * 90 + "\n" + "y = 1\n" * depth
+    model = model_of(source)
+    assert len(model.calls_by_tail["remote"]) == 1
