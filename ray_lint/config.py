@@ -236,8 +236,7 @@ class Settings:
         """Enabled codes for one file, after per-file-ignores."""
         codes = self.enabled_codes
         for spec, root, ignored in self._per_file_ignores:
-            relative = _relative(path, root)
-            if relative is not None and spec.match_file(relative):
+            if spec.match_file(_relative(path, root)):
                 codes = codes - ignored
         return codes
 
@@ -259,21 +258,21 @@ class Settings:
 
     @cached_property
     def _exclude(self) -> list[tuple[pathspec.PathSpec, Path]]:
+        """One spec per directory the patterns are relative to."""
         patterns: list[tuple[str, Path]] = [(p, Path.cwd()) for p in DEFAULT_EXCLUDE]
         for layer in self.layers:
             if layer.exclude is not None:
                 patterns = [(p, layer.root) for p in layer.exclude]
             patterns += [(p, layer.root) for p in layer.extend_exclude]
-        return [(pathspec.GitIgnoreSpec.from_lines([p]), root) for p, root in patterns]
+        by_root: dict[Path, list[str]] = {}
+        for pattern, root in patterns:
+            by_root.setdefault(root, []).append(pattern)
+        return [(pathspec.GitIgnoreSpec.from_lines(lines), root) for root, lines in by_root.items()]
 
-    def is_excluded(self, path: Path) -> bool:
-        for spec, root in self._exclude:
-            relative = _relative(path, root)
-            if relative is not None and spec.match_file(relative):
-                return True
-            if spec.match_file(path.name + ("/" if path.is_dir() else "")):
-                return True
-        return False
+    def is_excluded(self, path: Path, is_dir: bool = False) -> bool:
+        """Gitignore-style matching of an absolute path against `exclude` and `extend-exclude`."""
+        suffix = "/" if is_dir else ""
+        return any(spec.match_file(_relative(path, root) + suffix) for spec, root in self._exclude)
 
     def describe(self) -> list[tuple[str, Any, str]]:
         """(key, value, where it came from) for `ray-lint config`."""
@@ -306,11 +305,14 @@ class Settings:
         return rows
 
 
-def _relative(path: Path, root: Path) -> str | None:
+def _relative(path: Path, root: Path) -> str:
+    """`path` relative to `root`; for a path outside `root`, its name, which patterns without a `/`
+    (the usual kind: `build`, `*_pb2.py`) still match."""
+    absolute = path.absolute()
     try:
-        return PurePosixPath(path.resolve().relative_to(root)).as_posix()
+        return PurePosixPath(absolute.relative_to(root)).as_posix()
     except ValueError:
-        return None
+        return absolute.name
 
 
 @dataclass

@@ -60,7 +60,7 @@ def discover(paths: list[Path], resolver: Resolver, force_exclude: bool = False)
             yield Skipped(path, "no such file or directory")
             continue
         if not path.is_dir():
-            if force_exclude and resolver.settings_for(path).is_excluded(path.absolute()):
+            if force_exclude and resolver.settings_for(path).is_excluded(path.absolute(), is_dir=False):
                 continue
             resolved = path.resolve()
             if resolved not in seen:
@@ -117,7 +117,7 @@ def _walk_directory(
             continue
         if not is_dir and not entry.name.endswith(PYTHON_SUFFIXES):
             continue
-        if settings.is_excluded(absolute_path) or _ignored(absolute_path, is_dir, specs):
+        if settings.is_excluded(absolute_path, is_dir) or _ignored(absolute_path, is_dir, specs):
             continue
         if is_dir:
             yield from _walk_directory(path, absolute_path, resolver, specs, seen, in_git)

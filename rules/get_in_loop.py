@@ -5,7 +5,16 @@ from __future__ import annotations
 import libcst as cst
 
 from ray_lint.diagnostics import Applicability, Severity
-from ray_lint.model import CallSite, Loop, SemanticModel, Submission, iter_subtree, names_read
+from ray_lint.model import (
+    COMPREHENSIONS,
+    CallSite,
+    Loop,
+    SemanticModel,
+    Submission,
+    child_nodes,
+    iter_subtree,
+    names_read,
+)
 from ray_lint.rule import Context, FixPlan, Invalid, Option, Rule, Valid
 
 
@@ -101,6 +110,22 @@ first. It is offered for comprehensions and generator expressions whose element 
         Valid("for x in xs:\n    ray.get(f.remote(x))\n", "no `import ray`: `ray` is not Ray here"),
         Valid("import ray\nfor x in xs:\n    ray.put(ray.get(ref))\n", "the ref is not created in the loop"),
         Valid(
+            "import ray\nimport time\nwhile time.time() < deadline:\n    statuses = ray.get(ctl.status.remote())\n"
+            "    done = True\n    for s in statuses:\n        if s != 'ok':\n            done = False\n"
+            "    if done:\n        return\n    time.sleep(1)\n",
+            "polling until a condition read from the result holds",
+        ),
+        Valid(
+            "import ray\nfor x in xs:\n    ref = f.remote(x)\n    ready, _ = ray.wait([ref], timeout=0)\n"
+            "    if ready:\n        ray.get(ref)\n",
+            "ray.wait said the ref is ready: the get does not block",
+        ),
+        Valid(
+            "import ray\nnode = None\nfor actor in actors:\n    if node is None:\n"
+            "        node = ray.get(actor.host.remote())\n    place(actor, node)\n",
+            "runs once: guarded by a condition on an earlier result",
+        ),
+        Valid(
             "import ray\nfor batch in batches:\n    refs = [f.remote(x) for x in batch]\n    out.extend(ray.get(refs))\n",
             "one get per batch of parallel tasks",
         ),
@@ -157,62 +182,32 @@ first. It is offered for comprehensions and generator expressions whose element 
             return
         created_in = origin.binding.loop if origin.binding is not None else producer.loop
         loop = model.common_loop(get.loop, created_in)
-        if loop is None or _exits_first_iteration(loop) or self._is_sequential(model, loop, submission, producer):
+        if loop is None or _exits_first_iteration(loop) or self._is_sequential(model, loop, submission, producer, get):
             return
         message = self.message + "; submit them all first and call `ray.get` once after the loop"
         if submission.kind == "actor-method":
             message += " (calls to one actor also queue behind each other: see RAY010)"
         ctx.report(get.node, message, self._fix(ctx, get, loop, origin.producer))
 
-    def _is_sequential(self, model: SemanticModel, loop: Loop, submission: Submission, producer: CallSite) -> bool:
-        """Whether the loop cannot run its tasks in parallel: the next submission, or the decision to
-        go on, needs a result fetched in the loop."""
-        derived = self._result_names(model, loop)
+    def _is_sequential(
+        self, model: SemanticModel, loop: Loop, submission: Submission, producer: CallSite, get: CallSite
+    ) -> bool:
+        """Whether the loop cannot run its tasks in parallel, or does not wait where it seems to: the next
+        submission or the decision to go on needs a result fetched in the loop, the get runs only under a
+        condition read from an earlier result, a `ray.wait` already said the ref is ready, or the loop
+        polls (sleeps between rounds)."""
+        facts = _LoopFacts(model, loop, ("ray.get", *self.settings["extra-get-functions"]))
         inputs = set().union(*(names_read(arg.value) for arg in submission.call.args))
         if submission.handle is not None:
             inputs |= names_read(submission.handle)
-        if model.carried_names(loop, inputs, producer.index) & derived:
+        if model.carried_names(loop, inputs, producer.index) & facts.derived:
             return True
-        if isinstance(loop.node, cst.While) and names_read(loop.node.test) & derived:
-            return True
-        return self._exit_depends_on(model, loop, derived)
-
-    def _result_names(self, model: SemanticModel, loop: Loop) -> set[str]:
-        """Names bound in the loop from a `ray.get` result, directly or through other such names."""
-        bindings = [b for b in model.bindings_in(loop) if b.source is not None]
-        derived: set[str] = set()
-        changed = True
-        while changed:
-            changed = False
-            for binding in bindings:
-                if binding.name in derived:
-                    continue
-                assert binding.source is not None
-                if self._contains_get(model, binding.source) or names_read(binding.source) & derived:
-                    derived.add(binding.name)
-                    changed = True
-        return derived
-
-    def _contains_get(self, model: SemanticModel, expr: cst.CSTNode) -> bool:
-        get_functions = ("ray.get", *self.settings["extra-get-functions"])
-        for node in iter_subtree(expr):
-            if isinstance(node, cst.Call):
-                site = model.call_site(node)
-                if site is not None and model.call_name(site) in get_functions:
-                    return True
-        return False
-
-    def _exit_depends_on(self, model: SemanticModel, loop: Loop, derived: set[str]) -> bool:
-        """Whether an `if` in the loop leaves it (break, return, raise) on a condition read from results."""
-        for node in iter_subtree(loop.body, into_functions=False):
-            if isinstance(node, (cst.If, cst.While)) and node is not loop.node:
-                test_reads_result = names_read(node.test) & derived or self._contains_get(model, node.test)
-                if test_reads_result and any(
-                    isinstance(inner, (cst.Break, cst.Return, cst.Raise))
-                    for inner in iter_subtree(node.body, into_functions=False)
-                ):
-                    return True
-        return False
+        return (
+            facts.exits_on_result
+            or facts.polls
+            or get.node in facts.guarded_nodes
+            or _waited_before(model, get, producer)
+        )
 
     def _fix(self, ctx: Context, get: CallSite, loop: Loop, producer: cst.Call) -> FixPlan | None:
         """Submit everything, then one `ray.get`: for a comprehension whose element is the get, and for a
@@ -247,6 +242,147 @@ first. It is offered for comprehensions and generator expressions whose element 
 
     def _plan(self, node: cst.CSTNode, text: str) -> FixPlan:
         return FixPlan("Submit all tasks first, then call `ray.get` once", ((node, text),), Applicability.UNSAFE)
+
+
+class _LoopFacts:
+    """What a loop's body does with the results it fetches, by walking its statements in order and
+    tracking which names hold a fetched result (directly, through other such names, or assigned under
+    a condition that reads one). The walk repeats with the state one iteration leaves behind, so values
+    carried to the next iteration count, until nothing changes.
+
+    - `derived`: names that hold a result at some point of an iteration;
+    - `exits_on_result`: a break, return or raise under a condition read from a result;
+    - `guarded_nodes`: calls that run only under such a condition;
+    - `polls`: the loop sleeps (`time.sleep`, `asyncio.sleep`): a polling loop is sequential by design.
+    """
+
+    SLEEPS = ("time.sleep", "asyncio.sleep")
+    MAX_PASSES = 4
+
+    def __init__(self, model: SemanticModel, loop: Loop, get_functions: tuple[str, ...]) -> None:
+        self.model = model
+        self.get_functions = get_functions
+        self.derived: set[str] = set()
+        self.exits_on_result = False
+        self.polls = False
+        self.guarded_nodes: set[cst.CSTNode] = set()
+        if isinstance(loop.node, COMPREHENSIONS):
+            statements: list[cst.CSTNode] = [loop.node]
+        else:
+            statements = _statements(loop.node.body)
+        targets = _target_names(loop.node.target) if isinstance(loop.node, cst.For) else set()
+        carried: set[str] = set()
+        for _ in range(self.MAX_PASSES):
+            state = carried - targets  # the loop's own target is rebound from its iterable each time
+            if isinstance(loop.node, cst.While) and self._reads_result(loop.node.test, state):
+                self.exits_on_result = True
+            for statement in statements:
+                state = self._visit(statement, state, guarded=False)
+            self.derived |= state
+            if state <= carried:
+                break
+            carried |= state
+
+    def _reads_result(self, expr: cst.CSTNode, state: set[str]) -> bool:
+        if names_read(expr) & state:
+            return True
+        for node in iter_subtree(expr, into_functions=False):
+            if isinstance(node, cst.Call):
+                site = self.model.call_site(node)
+                if site is not None and self.model.call_name(site) in self.get_functions:
+                    return True
+        return False
+
+    def _block(self, block: cst.CSTNode, state: set[str], guarded: bool) -> set[str]:
+        for statement in _statements(block):
+            state = self._visit(statement, state, guarded)
+        return state
+
+    def _visit(self, node: cst.CSTNode, state: set[str], guarded: bool) -> set[str]:
+        """The state after `node`, given the state before it."""
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+            return state
+        if isinstance(node, (cst.If, cst.While)):
+            inner = guarded or self._reads_result(node.test, state)
+            after = self._block(node.body, set(state), inner)
+            if isinstance(node, cst.While):
+                after = self._block(node.body, after, inner)  # a second round sees what the first left
+            if isinstance(node.orelse, cst.If):
+                after |= self._visit(node.orelse, set(state), inner)
+            elif node.orelse is not None:
+                after |= self._block(node.orelse.body, set(state), inner)
+            return state | after
+        if isinstance(node, cst.For):
+            self._visit_expression(node.iter, state, guarded)
+            inner_state = set(state)
+            if self._reads_result(node.iter, state):
+                inner_state |= _target_names(node.target)
+            after = self._block(node.body, inner_state, guarded)
+            after = self._block(node.body, after, guarded)
+            if node.orelse is not None:
+                after = self._block(node.orelse.body, after, guarded)
+            return state | after
+        if isinstance(node, cst.BaseCompoundStatement):  # try, with, match: run every part in order
+            for child in child_nodes(node):
+                if isinstance(child, (cst.BaseSuite, cst.ExceptHandler, cst.Else, cst.Finally)):
+                    state = state | self._block(child, set(state), guarded)
+                else:
+                    self._visit_expression(child, state, guarded)
+            return state
+        return self._visit_expression(node, state, guarded)
+
+    def _visit_expression(self, node: cst.CSTNode, state: set[str], guarded: bool) -> set[str]:
+        """A simple statement, or a header part of a compound one."""
+        if isinstance(node, (cst.Break, cst.Return, cst.Raise)) and guarded:
+            self.exits_on_result = True
+        for inner in iter_subtree(node, into_functions=False):
+            if isinstance(inner, cst.Call):
+                if guarded:
+                    self.guarded_nodes.add(inner)
+                site = self.model.call_site(inner)
+                if site is not None and self.model.call_name(site) in self.SLEEPS:
+                    self.polls = True
+        if isinstance(node, (cst.Assign, cst.AugAssign, cst.AnnAssign)) and node.value is not None:
+            targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
+            names = set().union(*(_target_names(t) for t in targets))
+            holds_result = guarded or self._reads_result(node.value, state)
+            if isinstance(node, cst.AugAssign):
+                holds_result = holds_result or bool(names & state)
+            return (state | names) if holds_result else (state - names)
+        return state
+
+
+def _target_names(target: cst.CSTNode) -> set[str]:
+    """Names an assignment target binds (not those read inside attribute or subscript targets)."""
+    if isinstance(target, cst.Name):
+        return {target.value}
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return set().union(set(), *(_target_names(element.value) for element in target.elements))
+    if isinstance(target, cst.StarredElement):
+        return _target_names(target.value)
+    return set()
+
+
+def _statements(node: cst.CSTNode) -> list[cst.CSTNode]:
+    """The statements of a block (or of a compound statement's parts), flattening simple lines."""
+    if isinstance(node, (cst.IndentedBlock, cst.SimpleStatementSuite, cst.SimpleStatementLine)):
+        out: list[cst.CSTNode] = []
+        for item in node.body:
+            out.extend(item.body if isinstance(item, cst.SimpleStatementLine) else [item])
+        return out
+    if isinstance(node, (cst.Else, cst.Finally, cst.ExceptHandler)):
+        return _statements(node.body)
+    return [node]
+
+
+def _waited_before(model: SemanticModel, get: CallSite, producer: CallSite) -> bool:
+    """A `ray.wait` on the ref between its submission and the get: the get does not block."""
+    names = names_read(get.node.args[0].value)
+    for wait in model.calls_to("ray.wait"):
+        if producer.index < wait.index < get.index and wait.scope is get.scope:
+            if any(names_read(arg.value) & names for arg in wait.node.args):
+                return True
+    return False
 
 
 def _exits_first_iteration(loop: Loop) -> bool:

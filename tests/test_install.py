@@ -18,7 +18,10 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 
 # Variables that would let the subprocesses see something other than what they are meant to test.
-_LEAKY_ENV = ("PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "VIRTUAL_ENV", "PYTHONSAFEPATH", "RAY_LINT_OUTPUT_FORMAT")
+_LEAKY_ENV = (
+    "PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "VIRTUAL_ENV", "PYTHONSAFEPATH",
+    "RAY_LINT_OUTPUT_FORMAT", "COLUMNS", "LINES", "FORCE_COLOR", "NO_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE",
+)
 
 RAY001_SOURCE = "import ray\nresults = [ray.get(f.remote(x)) for x in xs]\n"
 
