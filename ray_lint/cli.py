@@ -12,7 +12,6 @@ from typing import TextIO
 
 from rich.console import Console
 from rich.markdown import Markdown
-from rich.table import Table
 
 from ray_lint import __version__, engine
 from ray_lint.api import RunOptions, lint_bytes, lint_paths
@@ -236,10 +235,8 @@ def run_config(args: argparse.Namespace, stdout: TextIO) -> int:
     if args.output_format == "json":
         stdout.write(json.dumps({key: {"value": value, "source": source} for key, value, source in rows}, indent=2) + "\n")
         return EXIT_OK
-    table = Table("setting", "value", "from")
     for key, value, source in rows:
-        table.add_row(key, json.dumps(value), source)
-    _console(stdout, "auto").print(table)
+        stdout.write(f"{key} = {json.dumps(value)}  # from {source}\n")
     return EXIT_OK
 
 

@@ -1,0 +1,210 @@
+"""End-to-end tests of files ray-lint cannot lint as they are. Each bad file must give a clear RAY000
+message naming it, never a traceback, and must not stop the findings of a good file in the same run."""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import random
+from pathlib import Path
+
+SNIPPET = "import ray\nresults = [ray.get(f.remote(x)) for x in xs]\n"
+FIXED = "import ray\nresults = ray.get([f.remote(x) for x in xs])\n"
+BOM = b"\xef\xbb\xbf"
+
+
+def write_bytes(path: Path, data: bytes) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+    return path
+
+
+def lint(run, cwd: Path, *paths: str, extra: tuple[str, ...] = ()) -> dict[str, list[dict]]:
+    """Lint `paths` (default: the whole directory) next to a good file with one RAY001 finding; check
+    that the good file's finding comes out, that nothing crashed and that JSON and concise agree.
+    Returns the JSON findings by file name."""
+    write_bytes(cwd / "good.py", SNIPPET.encode())
+    targets = list(paths) if paths else ["."]
+    if paths:
+        targets.insert(0, "good.py")
+    proc = run(["check", "--jobs", "1", "--output-format", "json", *extra, *targets], cwd)
+    concise = run(["check", "--jobs", "1", "--output-format", "concise", *extra, *targets], cwd)
+    for p in (proc, concise):
+        assert "Traceback" not in p.stdout + p.stderr, p.stdout + p.stderr
+        assert p.returncode == 1, p.stdout + p.stderr
+    by_file: dict[str, list[dict]] = {}
+    for finding in json.loads(proc.stdout):
+        by_file.setdefault(finding["filename"], []).append(finding)
+    good = by_file.get("good.py", [])
+    assert [(d["code"], d["location"]["row"], d["location"]["column"]) for d in good] == [("RAY001", 2, 12)]
+    lines = concise.stdout.splitlines()
+    for filename, findings in by_file.items():
+        for d in findings:
+            line = f"{filename}:{d['location']['row']}:{d['location']['column']}: {d['code']} {d['message']}"
+            assert line in lines
+    return by_file
+
+
+def only_file_error(by_file: dict[str, list[dict]], filename: str) -> dict:
+    findings = by_file.get(filename, [])
+    assert [d["code"] for d in findings] == ["RAY000"], findings
+    return findings[0]
+
+
+def test_syntax_error(run, tmp_path):
+    source = "import ray\nref = f.remote(1)\nfor x in xs\n    pass\n"
+    write_bytes(tmp_path / "bad.py", source.encode())
+    by_file = lint(run, tmp_path)
+    error = only_file_error(by_file, "bad.py")
+    try:
+        ast.parse(source)
+    except SyntaxError as python:
+        expected_message, expected_column = python.msg, python.offset
+    assert "expected ':'" in expected_message
+    assert error["message"] == f"syntax error: {expected_message}"
+    assert error["location"] == {"row": 3, "column": expected_column}
+
+
+def test_latin1_without_coding_cookie(run, tmp_path):
+    # 0xe9 is "é" in latin-1 and not valid UTF-8; it is the 6th byte of line 3.
+    write_bytes(tmp_path / "latin.py", b"import ray\nx = 1\n# caf\xe9\nref = f.remote(1)\n")
+    error = only_file_error(lint(run, tmp_path), "latin.py")
+    assert "not valid utf-8" in error["message"]
+    assert "line 3" in error["message"]
+    assert error["location"] == {"row": 3, "column": 6}
+
+
+def test_latin1_in_first_line_without_coding_cookie(run, tmp_path):
+    # A latin-1 header comment: the most common place for such bytes. Still not valid UTF-8, on line 1.
+    write_bytes(tmp_path / "latin.py", b"# Auteur: Ren\xe9\nimport ray\nref = f.remote(1)\n")
+    error = only_file_error(lint(run, tmp_path), "latin.py")
+    assert "not valid utf-8" in error["message"]
+    assert "line 1" in error["message"]
+    assert error["location"]["row"] == 1
+
+
+def test_latin1_with_coding_cookie(run, tmp_path):
+    data = b"# -*- coding: latin-1 -*-\nimport ray\n# caf\xe9\nresults = [ray.get(f.remote(x)) for x in xs]\n"
+    target = write_bytes(tmp_path / "latin.py", data)
+    by_file = lint(run, tmp_path)
+    assert [(d["code"], d["location"]["row"], d["location"]["column"]) for d in by_file["latin.py"]] == [("RAY001", 4, 12)]
+
+    # Fixing keeps the file in its declared encoding.
+    fixed = run(["check", "--jobs", "1", "--fix", "--unsafe-fixes", "latin.py"], tmp_path)
+    assert fixed.returncode == 0, fixed.stdout + fixed.stderr
+    assert target.read_bytes() == (
+        b"# -*- coding: latin-1 -*-\nimport ray\n# caf\xe9\nresults = ray.get([f.remote(x) for x in xs])\n"
+    )
+
+
+def test_nul_byte(run, tmp_path):
+    write_bytes(tmp_path / "nul.py", b"import ray\nx = 1\x00\nref = f.remote(1)\n")
+    error = only_file_error(lint(run, tmp_path), "nul.py")
+    assert "NUL" in error["message"]
+    assert error["location"]["row"] == 2
+
+
+def test_empty_file(run, tmp_path):
+    write_bytes(tmp_path / "empty.py", b"")
+    write_bytes(tmp_path / "blank.py", b"\n\n   \n")
+    by_file = lint(run, tmp_path)
+    assert set(by_file) == {"good.py"}
+
+
+def test_large_file(run, tmp_path):
+    lines = ["import ray"] + [f"value_{n} = {n}" for n in range(2, 20001)]
+    lines[4999] = "a = [ray.get(f.remote(x)) for x in xs]"  # line 5000
+    lines[19999] = "b = [ray.get(g.remote(y)) for y in ys]"  # line 20000, the last
+    assert len(lines) == 20000
+    write_bytes(tmp_path / "big.py", ("\n".join(lines) + "\n").encode())
+    by_file = lint(run, tmp_path)
+    assert [(d["code"], d["location"]["row"], d["location"]["column"]) for d in by_file["big.py"]] == [
+        ("RAY001", 5000, 6),
+        ("RAY001", 20000, 6),
+    ]
+
+
+def test_binary_file_with_python_name(run, tmp_path):
+    noise = random.Random(20240501).randbytes(4096)
+    data = noise[:1000] + b"\x00" + noise[1000:]
+    write_bytes(tmp_path / "blob.py", data)
+    error = only_file_error(lint(run, tmp_path), "blob.py")
+    assert "NUL" in error["message"]
+    assert error["location"]["row"] == data.count(b"\n", 0, data.find(b"\x00")) + 1
+
+
+def test_directory_named_like_a_python_file(run, tmp_path):
+    (tmp_path / "x.py").mkdir()
+    error = only_file_error(lint(run, tmp_path), "x.py")
+    assert "is a directory" in error["message"]
+
+
+def test_utf8_bom(run, tmp_path):
+    target = write_bytes(tmp_path / "bom.py", BOM + SNIPPET.encode())
+    # On the first line, the BOM does not count as a column: `ray.get` is at column 24.
+    write_bytes(tmp_path / "bom_first.py", BOM + b"import ray; results = [ray.get(f.remote(x)) for x in xs]\n")
+    by_file = lint(run, tmp_path)
+    assert [(d["code"], d["location"]["row"], d["location"]["column"]) for d in by_file["bom.py"]] == [("RAY001", 2, 12)]
+    assert [(d["code"], d["location"]["row"], d["location"]["column"]) for d in by_file["bom_first.py"]] == [("RAY001", 1, 24)]
+
+    fixed = run(["check", "--jobs", "1", "--fix", "--unsafe-fixes", "bom.py"], tmp_path)
+    assert fixed.returncode == 0, fixed.stdout + fixed.stderr
+    assert target.read_bytes() == BOM + FIXED.encode()
+
+
+def test_unreadable_file(run, tmp_path):
+    secret = write_bytes(tmp_path / "secret.py", SNIPPET.encode())
+    os.chmod(secret, 0)
+    try:
+        readable = os.access(secret, os.R_OK)  # root reads it anyway
+        by_file = lint(run, tmp_path)  # asserts no traceback and the good file's finding
+        if not readable:
+            error = only_file_error(by_file, "secret.py")
+            assert "permission denied" in error["message"]
+    finally:
+        os.chmod(secret, 0o644)
+
+
+def test_path_that_does_not_exist(run, tmp_path):
+    by_file = lint(run, tmp_path, "missing.py", "missing_dir")
+    assert "no such file" in only_file_error(by_file, "missing.py")["message"]
+    assert "no such file" in only_file_error(by_file, "missing_dir")["message"]
+
+
+def test_symlink_loop_directory(run, tmp_path):
+    inner = tmp_path / "d"
+    write_bytes(inner / "a.py", SNIPPET.encode())
+    os.symlink(".", inner / "loop")
+    by_file = lint(run, tmp_path)
+    assert [(d["code"], d["location"]["row"]) for d in by_file["d/a.py"]] == [("RAY001", 2)]
+    assert set(by_file) == {"good.py", "d/a.py"}  # reached once, not again through d/loop
+
+
+def test_symlink_loop_file(run, tmp_path):
+    """A symlink to itself named like a Python file: it cannot be read, which is a RAY000, not a crash."""
+    (tmp_path / "d").mkdir()
+    os.symlink("self.py", tmp_path / "d" / "self.py")
+    by_file = lint(run, tmp_path)
+    error = only_file_error(by_file, "d/self.py")
+    assert "cannot be read" in error["message"]
+
+
+def test_bad_files_together(run, tmp_path):
+    """All of them in one run (and with worker processes): each reported, none hiding the others."""
+    write_bytes(tmp_path / "syntax.py", b"import ray\nref = f.remote(\n")
+    write_bytes(tmp_path / "latin.py", b"import ray\n# caf\xe9\nref = f.remote(1)\n")
+    write_bytes(tmp_path / "nul.py", b"x = 1\x00\n")
+    write_bytes(tmp_path / "empty.py", b"")
+    (tmp_path / "dir.py").mkdir()
+    write_bytes(tmp_path / "zz_good.py", SNIPPET.encode())
+    for n in range(6):
+        write_bytes(tmp_path / f"other_{n}.py", SNIPPET.encode())
+    for jobs in ("1", "2"):
+        by_file = lint(run, tmp_path, extra=("--jobs", jobs))
+        assert set(by_file) == {"good.py", "zz_good.py", "syntax.py", "latin.py", "nul.py", "dir.py"} | {
+            f"other_{n}.py" for n in range(6)
+        }
+        assert [d["code"] for d in by_file["zz_good.py"]] == ["RAY001"]
+        for name in ("syntax.py", "latin.py", "nul.py", "dir.py"):
+            assert [d["code"] for d in by_file[name]] == ["RAY000"], name
