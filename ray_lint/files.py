@@ -20,6 +20,14 @@ class Skipped:
     reason: str
 
 
+def _resolve(path: Path) -> Path:
+    """The real path, or the absolute one for a symlink loop (reading it then reports the loop)."""
+    try:
+        return path.resolve()
+    except (OSError, RuntimeError):
+        return path.absolute()
+
+
 def _git_root(directory: Path) -> Path | None:
     for folder in (directory, *directory.parents):
         if (folder / ".git").exists():
@@ -62,7 +70,7 @@ def discover(paths: list[Path], resolver: Resolver, force_exclude: bool = False)
         if not path.is_dir():
             if force_exclude and resolver.settings_for(path).is_excluded(path.absolute(), is_dir=False):
                 continue
-            resolved = path.resolve()
+            resolved = _resolve(path)
             if resolved not in seen:
                 seen.add(resolved)
                 yield path
@@ -91,7 +99,7 @@ def _walk_directory(
     seen: set[Path],
     in_git: bool,
 ) -> Iterator[Path | Skipped]:
-    resolved = absolute.resolve()
+    resolved = _resolve(absolute)
     if resolved in seen:  # a symlink loop, or a directory reached twice
         return
     seen.add(resolved)
@@ -121,6 +129,6 @@ def _walk_directory(
             continue
         if is_dir:
             yield from _walk_directory(path, absolute_path, resolver, specs, seen, in_git)
-        elif absolute_path.resolve() not in seen:
-            seen.add(absolute_path.resolve())
+        elif _resolve(absolute_path) not in seen:
+            seen.add(_resolve(absolute_path))
             yield path

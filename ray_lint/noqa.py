@@ -19,7 +19,7 @@ from dataclasses import dataclass
 # flake8's own pattern (flake8/defaults.py), so that a comment means the same to both tools.
 NOQA_INLINE = re.compile(r"# noqa(?::[\s]?(?P<codes>([A-Z]+[0-9]+(?:[,\s]+)?)+))?", re.IGNORECASE)
 NOQA_FILE = re.compile(
-    r"^[ \t]*#[ \t]*ray-lint[ \t]*:[ \t]*noqa(?::[\s]?(?P<codes>[A-Z][0-9]+(?:[,\s]+[A-Z][0-9]+)*))?[ \t]*$",
+    r"^[ \t]*#[ \t]*ray-lint[ \t]*:[ \t]*noqa(?::[\s]?(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?[ \t]*$",
     re.IGNORECASE | re.MULTILINE,
 )
 _SEPARATOR = re.compile(r"[,\s]+")

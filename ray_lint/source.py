@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import io
+import re
 import tokenize
 from dataclasses import dataclass
 from pathlib import Path
 
 MAX_FILE_BYTES = 10 * 1024 * 1024
+_CODING_COOKIE = re.compile(rb"^[ \t\f]*#.*?coding[:=][ \t]*[-\w.]+", re.MULTILINE)
 
 
 class SourceError(Exception):
@@ -53,7 +55,9 @@ def decode(data: bytes) -> Source:
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
     except SyntaxError as error:
-        raise SourceError(f"has an invalid encoding declaration: {error.msg}") from None
+        if _CODING_COOKIE.search(b"\n".join(data.splitlines()[:2])):
+            raise SourceError(f"has an invalid encoding declaration: {error.msg}") from None
+        encoding = "utf-8"  # no declaration: undecodable bytes on line 1 or 2 get the message below
     try:
         text = data.decode(encoding)
     except UnicodeDecodeError as error:
