@@ -224,7 +224,7 @@ class Settings:
         return state
 
     @cached_property
-    def _per_file_ignores(self) -> list[tuple[pathspec.PathSpec, Path, frozenset[str]]]:
+    def _per_file_ignores(self) -> list[tuple[pathspec.GitIgnoreSpec, Path, frozenset[str]]]:
         entries = []
         for layer in self.layers:
             for pattern, selectors in layer.per_file_ignores:
@@ -344,7 +344,7 @@ class Resolver:
                 if layer is not None:
                     layers.insert(0, layer)
             settings = Settings(tuple(layers))
-            settings.enabled_codes  # validate selectors now, so errors surface before linting
+            _ = settings.enabled_codes  # resolve selectors now, so errors surface before linting
             self._by_file[config_file] = settings
         self._by_directory[directory] = settings
         return settings

@@ -393,7 +393,8 @@ class SemanticModel:
     @cached_property
     def _remotes(self) -> tuple[list[RemoteDef], dict[int, RemoteDef]]:
         found: dict[int, RemoteDef] = {}
-        for info in (*self.functions, *self.classes):
+        definitions: list[FunctionInfo | ClassInfo] = [*self.functions, *self.classes]
+        for info in definitions:
             scope = info.parent_scope if isinstance(info, FunctionInfo) else info.scope.parent
             assert scope is not None
             index = self._definition_index(info.node, scope)
@@ -421,9 +422,9 @@ class SemanticModel:
         for site in self.calls_by_tail.get("options", ()):
             func = site.node.func
             if isinstance(func, cst.Attribute):
-                remote = self.remote_def_of(func.value, site.scope, site.index)
-                if remote is not None:
-                    remote.call_options.append(RemoteOptions.from_call(site.node))
+                named = self.remote_def_of(func.value, site.scope, site.index)
+                if named is not None:
+                    named.call_options.append(RemoteOptions.from_call(site.node))
         return self._remotes
 
     def _make_remote(
@@ -494,8 +495,8 @@ class SemanticModel:
     def function_info(self, node: cst.FunctionDef) -> FunctionInfo | None:
         return self._function_by_node.get(id(node))
 
-    def _definition_index(self, node: cst.CSTNode, scope: Scope) -> int:
-        bindings = scope.bindings.get(getattr(node, "name").value, [])
+    def _definition_index(self, node: cst.FunctionDef | cst.ClassDef, scope: Scope) -> int:
+        bindings = scope.bindings.get(node.name.value, [])
         return next((b.index for b in bindings if b.node is node), 1 << 62)
 
     # ------------------------------------------------------------------ ObjectRefs

@@ -176,5 +176,6 @@ def rule_by_code_or_name(key: str) -> type[Rule] | None:
 
 def iter_examples() -> Iterator[tuple[type[Rule], Valid | Invalid]]:
     for rule in all_rules():
-        for example in (*rule.VALID, *rule.INVALID):
+        examples: list[Valid | Invalid] = [*rule.VALID, *rule.INVALID]
+        for example in examples:
             yield rule, example
