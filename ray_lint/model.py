@@ -144,13 +144,6 @@ class Loop:
             other = other.parent
         return False
 
-    @property
-    def body(self) -> cst.CSTNode:
-        if isinstance(self.node, (cst.For, cst.While)):
-            return self.node.body
-        return self.node
-
-
 @dataclass(eq=False, repr=False)
 class Binding:
     name: str
@@ -290,7 +283,6 @@ class SemanticModel:
         self.classes: list[ClassInfo] = []
         self.star_imports: set[str] = set()
         self._call_sites: dict[int, CallSite] = {}
-        self._function_by_node: dict[int, FunctionInfo] = {}
         self._class_by_node: dict[int, ClassInfo] = {}
         self._positions: dict[cst.CSTNode, CodeRange] | None = None
         _Walker(self).run()
@@ -492,9 +484,6 @@ class SemanticModel:
             return self.remote_def_of(binding.value, binding.scope, binding.index, _depth + 1)
         return None
 
-    def function_info(self, node: cst.FunctionDef) -> FunctionInfo | None:
-        return self._function_by_node.get(id(node))
-
     def _definition_index(self, node: cst.FunctionDef | cst.ClassDef, scope: Scope) -> int:
         bindings = scope.bindings.get(node.name.value, [])
         return next((b.index for b in bindings if b.node is node), 1 << 62)
@@ -612,15 +601,6 @@ class SemanticModel:
             loop = loop.parent
         return None
 
-    def bindings_in(self, loop: Loop) -> Iterator[Binding]:
-        """Bindings made inside the loop's body in the loop's own scope (and its comprehension scopes)."""
-        for scope in self.scopes:
-            if scope is loop.scope or (scope.kind == "comprehension" and _scope_within(scope, loop.scope)):
-                for bindings in scope.bindings.values():
-                    for binding in bindings:
-                        if loop.contains_index(binding.index) and binding.kind != "loop-target":
-                            yield binding
-
     def carried_names(self, loop: Loop, names: set[str], at: int) -> set[str]:
         """Of `names` read at event `at` inside `loop`, those whose value there comes from the previous
         iteration: bound later in the body, and not earlier in the same iteration."""
@@ -648,15 +628,6 @@ class SemanticModel:
 
 def _is_none_literal(expr: cst.BaseExpression | None) -> bool:
     return isinstance(expr, cst.Name) and expr.value == "None"
-
-
-def _scope_within(scope: Scope, ancestor: Scope) -> bool:
-    current: Scope | None = scope
-    while current is not None:
-        if current is ancestor:
-            return True
-        current = current.parent
-    return False
 
 
 def names_read(expr: cst.CSTNode) -> set[str]:
@@ -830,7 +801,6 @@ class _Walker:
             leave = self._enter_scope("function", node, node.asynchronous is not None)
             info = FunctionInfo(node, self.scope, self.scope.parent, owner)  # type: ignore[arg-type]
             self.model.functions.append(info)
-            self.model._function_by_node[id(node)] = info
             if owner is not None:
                 owner.methods.append(info)
             self.owner = None

@@ -70,7 +70,3 @@ def decode(data: bytes) -> Source:
             column,
         ) from None
     return Source(text=text, encoding=encoding)
-
-
-def encode(text: str, encoding: str) -> bytes:
-    return text.encode(encoding)

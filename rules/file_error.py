@@ -30,8 +30,7 @@ A file that cannot be checked may hide any of the problems the other rules find.
 
 ## Example
 ```python
-import ray
-ref = f.remote(
+ref = process.remote(   # never closed
 ```
 
 ## Use instead
