@@ -7,6 +7,7 @@ rules needs; one semantic model serves every rule. Nothing here imports Ray.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import re
 from collections import Counter
 from collections.abc import Iterable
@@ -44,6 +45,8 @@ def needs_parse(text: str, rules: list[Rule]) -> bool:
 def lint_text(text: str, rules: list[Rule]) -> list[Diagnostic]:
     """Run `rules` on one file's text. Never raises: failures become RAY000 diagnostics (when RAY000 is
     among `rules`)."""
+    if not needs_parse(text, rules):  # the cheap check first: most files in a tree never mention Ray
+        return []
     suppression = noqa.file_suppression(text)
     active = [rule for rule in rules if not noqa.file_suppresses(suppression, rule.code)]
     if not needs_parse(text, active):
@@ -64,7 +67,7 @@ def lint_text(text: str, rules: list[Rule]) -> list[Diagnostic]:
 
 
 def _with_noqa_line(diagnostic: Diagnostic, line: int) -> Diagnostic:
-    return Diagnostic(**{**diagnostic.__dict__, "noqa_line": line})
+    return dataclasses.replace(diagnostic, noqa_line=line)
 
 
 def _check(text: str, rules: list[Rule]) -> list[Diagnostic]:

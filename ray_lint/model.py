@@ -285,6 +285,7 @@ class SemanticModel:
         self._call_sites: dict[int, CallSite] = {}
         self._class_by_node: dict[int, ClassInfo] = {}
         self._positions: dict[cst.CSTNode, CodeRange] | None = None
+        self._loop_results: dict[tuple[int, tuple[str, ...]], LoopResults] = {}
         _Walker(self).run()
 
     # ------------------------------------------------------------------ names
@@ -615,6 +616,14 @@ class SemanticModel:
                 carried.add(name)
         return carried
 
+    def loop_results(self, loop: Loop, get_functions: tuple[str, ...] = ("ray.get",)) -> LoopResults:
+        """What the loop does with the results it fetches (see `LoopResults`); computed once per loop."""
+        key = (id(loop), get_functions)
+        results = self._loop_results.get(key)
+        if results is None:
+            results = self._loop_results[key] = LoopResults(self, loop, get_functions)
+        return results
+
     # ------------------------------------------------------------------ positions
 
     def position(self, node: cst.CSTNode) -> CodeRange:
@@ -633,6 +642,138 @@ def _is_none_literal(expr: cst.BaseExpression | None) -> bool:
 def names_read(expr: cst.CSTNode) -> set[str]:
     """Plain names an expression reads (attribute names and keyword names excluded)."""
     return {node.value for node in iter_subtree(expr) if isinstance(node, cst.Name)}
+
+
+class LoopResults:
+    """What a loop's body does with the results it fetches, by walking its statements in order and
+    tracking which names hold a fetched result (directly, through other such names, or assigned under
+    a condition that reads one). The walk repeats with the state one iteration leaves behind, so values
+    carried to the next iteration count, until nothing changes.
+
+    - `derived`: names that hold a result at some point of an iteration;
+    - `exits_on_result`: a break, return or raise under a condition read from a result;
+    - `guarded_nodes`: calls that run only under such a condition;
+    - `polls`: the loop sleeps (`time.sleep`, `asyncio.sleep`): a polling loop is sequential by design.
+    """
+
+    SLEEPS = ("time.sleep", "asyncio.sleep")
+    MAX_PASSES = 4
+
+    def __init__(self, model: SemanticModel, loop: Loop, get_functions: tuple[str, ...]) -> None:
+        """`get_functions`: qualified names that fetch a result (`ray.get` and any a rule adds)."""
+        self.model = model
+        self.get_functions = get_functions
+        self.derived: set[str] = set()
+        self.exits_on_result = False
+        self.polls = False
+        self.guarded_nodes: set[cst.CSTNode] = set()
+        if isinstance(loop.node, COMPREHENSIONS):
+            statements: list[cst.CSTNode] = [loop.node]
+        else:
+            statements = block_statements(loop.node.body)
+        targets = target_names(loop.node.target) if isinstance(loop.node, cst.For) else set()
+        carried: set[str] = set()
+        for _ in range(self.MAX_PASSES):
+            state = carried - targets  # the loop's own target is rebound from its iterable each time
+            if isinstance(loop.node, cst.While) and self._reads_result(loop.node.test, state):
+                self.exits_on_result = True
+            for statement in statements:
+                state = self._visit(statement, state, guarded=False)
+            self.derived |= state
+            if state <= carried:
+                break
+            carried |= state
+
+    def _reads_result(self, expr: cst.CSTNode, state: set[str]) -> bool:
+        if names_read(expr) & state:
+            return True
+        for node in iter_subtree(expr, into_functions=False):
+            if isinstance(node, cst.Call):
+                site = self.model.call_site(node)
+                if site is not None and self.model.call_name(site) in self.get_functions:
+                    return True
+        return False
+
+    def _block(self, block: cst.CSTNode, state: set[str], guarded: bool) -> set[str]:
+        for statement in block_statements(block):
+            state = self._visit(statement, state, guarded)
+        return state
+
+    def _visit(self, node: cst.CSTNode, state: set[str], guarded: bool) -> set[str]:
+        """The state after `node`, given the state before it."""
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+            return state
+        if isinstance(node, (cst.If, cst.While)):
+            inner = guarded or self._reads_result(node.test, state)
+            after = self._block(node.body, set(state), inner)
+            if isinstance(node, cst.While):
+                after = self._block(node.body, after, inner)  # a second round sees what the first left
+            if isinstance(node.orelse, cst.If):
+                after |= self._visit(node.orelse, set(state), inner)
+            elif node.orelse is not None:
+                after |= self._block(node.orelse.body, set(state), inner)
+            return state | after
+        if isinstance(node, cst.For):
+            self._visit_expression(node.iter, state, guarded)
+            inner_state = set(state)
+            if self._reads_result(node.iter, state):
+                inner_state |= target_names(node.target)
+            after = self._block(node.body, inner_state, guarded)
+            after = self._block(node.body, after, guarded)
+            if node.orelse is not None:
+                after = self._block(node.orelse.body, after, guarded)
+            return state | after
+        if isinstance(node, cst.BaseCompoundStatement):  # try, with, match: run every part in order
+            for child in child_nodes(node):
+                if isinstance(child, (cst.BaseSuite, cst.ExceptHandler, cst.Else, cst.Finally)):
+                    state = state | self._block(child, set(state), guarded)
+                else:
+                    self._visit_expression(child, state, guarded)
+            return state
+        return self._visit_expression(node, state, guarded)
+
+    def _visit_expression(self, node: cst.CSTNode, state: set[str], guarded: bool) -> set[str]:
+        """A simple statement, or a header part of a compound one."""
+        if isinstance(node, (cst.Break, cst.Return, cst.Raise)) and guarded:
+            self.exits_on_result = True
+        for inner in iter_subtree(node, into_functions=False):
+            if isinstance(inner, cst.Call):
+                if guarded:
+                    self.guarded_nodes.add(inner)
+                site = self.model.call_site(inner)
+                if site is not None and self.model.call_name(site) in self.SLEEPS:
+                    self.polls = True
+        if isinstance(node, (cst.Assign, cst.AugAssign, cst.AnnAssign)) and node.value is not None:
+            targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
+            names = set().union(*(target_names(t) for t in targets))
+            holds_result = guarded or self._reads_result(node.value, state)
+            if isinstance(node, cst.AugAssign):
+                holds_result = holds_result or bool(names & state)
+            return (state | names) if holds_result else (state - names)
+        return state
+
+
+def target_names(target: cst.CSTNode) -> set[str]:
+    """Names an assignment target binds (not those read inside attribute or subscript targets)."""
+    if isinstance(target, cst.Name):
+        return {target.value}
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return set().union(set(), *(target_names(element.value) for element in target.elements))
+    if isinstance(target, cst.StarredElement):
+        return target_names(target.value)
+    return set()
+
+
+def block_statements(node: cst.CSTNode) -> list[cst.CSTNode]:
+    """The statements of a block (or of a compound statement's parts), flattening simple lines."""
+    if isinstance(node, (cst.IndentedBlock, cst.SimpleStatementSuite, cst.SimpleStatementLine)):
+        out: list[cst.CSTNode] = []
+        for item in node.body:
+            out.extend(item.body if isinstance(item, cst.SimpleStatementLine) else [item])
+        return out
+    if isinstance(node, (cst.Else, cst.Finally, cst.ExceptHandler)):
+        return block_statements(node.body)
+    return [node]
 
 
 _Action = Callable[[], None]

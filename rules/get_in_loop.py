@@ -5,16 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from ray_lint.diagnostics import Applicability, Severity
-from ray_lint.model import (
-    COMPREHENSIONS,
-    CallSite,
-    Loop,
-    SemanticModel,
-    Submission,
-    child_nodes,
-    iter_subtree,
-    names_read,
-)
+from ray_lint.model import CallSite, Loop, SemanticModel, Submission, block_statements, names_read
 from ray_lint.rule import Context, FixPlan, Invalid, Option, Rule, Valid
 
 
@@ -196,7 +187,7 @@ first. It is offered for comprehensions and generator expressions whose element 
         submission or the decision to go on needs a result fetched in the loop, the get runs only under a
         condition read from an earlier result, a `ray.wait` already said the ref is ready, or the loop
         polls (sleeps between rounds)."""
-        facts = _LoopFacts(model, loop, ("ray.get", *self.settings["extra-get-functions"]))
+        facts = model.loop_results(loop, ("ray.get", *self.settings["extra-get-functions"]))
         inputs = set().union(*(names_read(arg.value) for arg in submission.call.args))
         if submission.handle is not None:
             inputs |= names_read(submission.handle)
@@ -244,137 +235,6 @@ first. It is offered for comprehensions and generator expressions whose element 
         return FixPlan("Submit all tasks first, then call `ray.get` once", ((node, text),), Applicability.UNSAFE)
 
 
-class _LoopFacts:
-    """What a loop's body does with the results it fetches, by walking its statements in order and
-    tracking which names hold a fetched result (directly, through other such names, or assigned under
-    a condition that reads one). The walk repeats with the state one iteration leaves behind, so values
-    carried to the next iteration count, until nothing changes.
-
-    - `derived`: names that hold a result at some point of an iteration;
-    - `exits_on_result`: a break, return or raise under a condition read from a result;
-    - `guarded_nodes`: calls that run only under such a condition;
-    - `polls`: the loop sleeps (`time.sleep`, `asyncio.sleep`): a polling loop is sequential by design.
-    """
-
-    SLEEPS = ("time.sleep", "asyncio.sleep")
-    MAX_PASSES = 4
-
-    def __init__(self, model: SemanticModel, loop: Loop, get_functions: tuple[str, ...]) -> None:
-        self.model = model
-        self.get_functions = get_functions
-        self.derived: set[str] = set()
-        self.exits_on_result = False
-        self.polls = False
-        self.guarded_nodes: set[cst.CSTNode] = set()
-        if isinstance(loop.node, COMPREHENSIONS):
-            statements: list[cst.CSTNode] = [loop.node]
-        else:
-            statements = _statements(loop.node.body)
-        targets = _target_names(loop.node.target) if isinstance(loop.node, cst.For) else set()
-        carried: set[str] = set()
-        for _ in range(self.MAX_PASSES):
-            state = carried - targets  # the loop's own target is rebound from its iterable each time
-            if isinstance(loop.node, cst.While) and self._reads_result(loop.node.test, state):
-                self.exits_on_result = True
-            for statement in statements:
-                state = self._visit(statement, state, guarded=False)
-            self.derived |= state
-            if state <= carried:
-                break
-            carried |= state
-
-    def _reads_result(self, expr: cst.CSTNode, state: set[str]) -> bool:
-        if names_read(expr) & state:
-            return True
-        for node in iter_subtree(expr, into_functions=False):
-            if isinstance(node, cst.Call):
-                site = self.model.call_site(node)
-                if site is not None and self.model.call_name(site) in self.get_functions:
-                    return True
-        return False
-
-    def _block(self, block: cst.CSTNode, state: set[str], guarded: bool) -> set[str]:
-        for statement in _statements(block):
-            state = self._visit(statement, state, guarded)
-        return state
-
-    def _visit(self, node: cst.CSTNode, state: set[str], guarded: bool) -> set[str]:
-        """The state after `node`, given the state before it."""
-        if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
-            return state
-        if isinstance(node, (cst.If, cst.While)):
-            inner = guarded or self._reads_result(node.test, state)
-            after = self._block(node.body, set(state), inner)
-            if isinstance(node, cst.While):
-                after = self._block(node.body, after, inner)  # a second round sees what the first left
-            if isinstance(node.orelse, cst.If):
-                after |= self._visit(node.orelse, set(state), inner)
-            elif node.orelse is not None:
-                after |= self._block(node.orelse.body, set(state), inner)
-            return state | after
-        if isinstance(node, cst.For):
-            self._visit_expression(node.iter, state, guarded)
-            inner_state = set(state)
-            if self._reads_result(node.iter, state):
-                inner_state |= _target_names(node.target)
-            after = self._block(node.body, inner_state, guarded)
-            after = self._block(node.body, after, guarded)
-            if node.orelse is not None:
-                after = self._block(node.orelse.body, after, guarded)
-            return state | after
-        if isinstance(node, cst.BaseCompoundStatement):  # try, with, match: run every part in order
-            for child in child_nodes(node):
-                if isinstance(child, (cst.BaseSuite, cst.ExceptHandler, cst.Else, cst.Finally)):
-                    state = state | self._block(child, set(state), guarded)
-                else:
-                    self._visit_expression(child, state, guarded)
-            return state
-        return self._visit_expression(node, state, guarded)
-
-    def _visit_expression(self, node: cst.CSTNode, state: set[str], guarded: bool) -> set[str]:
-        """A simple statement, or a header part of a compound one."""
-        if isinstance(node, (cst.Break, cst.Return, cst.Raise)) and guarded:
-            self.exits_on_result = True
-        for inner in iter_subtree(node, into_functions=False):
-            if isinstance(inner, cst.Call):
-                if guarded:
-                    self.guarded_nodes.add(inner)
-                site = self.model.call_site(inner)
-                if site is not None and self.model.call_name(site) in self.SLEEPS:
-                    self.polls = True
-        if isinstance(node, (cst.Assign, cst.AugAssign, cst.AnnAssign)) and node.value is not None:
-            targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
-            names = set().union(*(_target_names(t) for t in targets))
-            holds_result = guarded or self._reads_result(node.value, state)
-            if isinstance(node, cst.AugAssign):
-                holds_result = holds_result or bool(names & state)
-            return (state | names) if holds_result else (state - names)
-        return state
-
-
-def _target_names(target: cst.CSTNode) -> set[str]:
-    """Names an assignment target binds (not those read inside attribute or subscript targets)."""
-    if isinstance(target, cst.Name):
-        return {target.value}
-    if isinstance(target, (cst.Tuple, cst.List)):
-        return set().union(set(), *(_target_names(element.value) for element in target.elements))
-    if isinstance(target, cst.StarredElement):
-        return _target_names(target.value)
-    return set()
-
-
-def _statements(node: cst.CSTNode) -> list[cst.CSTNode]:
-    """The statements of a block (or of a compound statement's parts), flattening simple lines."""
-    if isinstance(node, (cst.IndentedBlock, cst.SimpleStatementSuite, cst.SimpleStatementLine)):
-        out: list[cst.CSTNode] = []
-        for item in node.body:
-            out.extend(item.body if isinstance(item, cst.SimpleStatementLine) else [item])
-        return out
-    if isinstance(node, (cst.Else, cst.Finally, cst.ExceptHandler)):
-        return _statements(node.body)
-    return [node]
-
-
 def _waited_before(model: SemanticModel, get: CallSite, producer: CallSite) -> bool:
     """A `ray.wait` on the ref between its submission and the get: the get does not block."""
     names = names_read(get.node.args[0].value)
@@ -389,19 +249,11 @@ def _exits_first_iteration(loop: Loop) -> bool:
     """A loop whose body always leaves at the first pass (a top-level break, return or raise)."""
     if not isinstance(loop.node, (cst.For, cst.While)):
         return False
-    body = loop.node.body
-    lines = body.body if isinstance(body, cst.IndentedBlock) else [body]
-    for line in lines:
-        if isinstance(line, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
-            if any(isinstance(s, (cst.Break, cst.Return, cst.Raise)) for s in line.body):
-                return True
-    return False
+    return any(isinstance(s, (cst.Break, cst.Return, cst.Raise)) for s in block_statements(loop.node.body))
 
 
 def _only_statement(loop: cst.For) -> cst.BaseSmallStatement | None:
-    body = loop.body
-    lines = body.body if isinstance(body, cst.IndentedBlock) else [body]
-    if len(lines) == 1 and isinstance(lines[0], (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
-        if len(lines[0].body) == 1:
-            return lines[0].body[0]
+    statements = block_statements(loop.body)
+    if len(statements) == 1 and isinstance(statements[0], cst.BaseSmallStatement):
+        return statements[0]
     return None

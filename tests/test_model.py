@@ -174,3 +174,32 @@ def test_deeply_nested_code_does_not_hit_the_recursion_limit() -> None:
     source = "import ray\nx = " + "[" * 90 + "f.remote()" + "]" * 90 + "\n" + "y = 1\n" * depth
     model = model_of(source)
     assert len(model.calls_by_tail["remote"]) == 1
+
+
+def _results_of_only_loop(source: str):  # type: ignore[no-untyped-def]
+    model = model_of(source)
+    (loop,) = [loop for loop in model.loops if loop.parent is None]
+    return model, model.loop_results(loop)
+
+
+def test_loop_results_follow_values_in_statement_order() -> None:
+    model, results = _results_of_only_loop(
+        "import ray\nfor block, meta in items:\n    if meta.rows is None:\n        rows = ray.get(count.remote(block))\n"
+        "        meta = replace(meta, rows=rows)\n"
+    )
+    assert results.derived == {"rows", "meta"}
+    # `meta` is rebound from the loop's iterable each time, so the `if` does not read a result
+    (get,) = model.calls_to("ray.get")
+    assert get.node not in results.guarded_nodes and not results.exits_on_result
+
+
+def test_loop_results_see_carried_values_guards_exits_and_polling() -> None:
+    model, results = _results_of_only_loop(
+        "import ray, time\nnode = None\nwhile True:\n    if node is None:\n        node = ray.get(h.remote())\n"
+        "    done = ray.get(check.remote())\n    if done:\n        break\n    time.sleep(1)\n"
+    )
+    first_get = model.calls_to("ray.get")[0]
+    assert first_get.node in results.guarded_nodes  # runs only while an earlier result says so
+    assert results.exits_on_result and results.polls
+    (loop,) = model.loops
+    assert model.loop_results(loop) is results  # computed once per loop
