@@ -14,6 +14,7 @@ same scope. That ignores branches, which is the right trade for a linter that mu
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections import defaultdict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -47,6 +48,23 @@ _FIELD_ORDER: dict[type, tuple[str, ...]] = {
     cst.GeneratorExp: ("for_in", "elt"),
 }
 _fields_cache: dict[type, tuple[str, ...]] = {}
+
+ALL_CORES = math.inf  # a thread count that means "one per core of the node"
+CPU_COUNT_FUNCTIONS = frozenset({"os.cpu_count", "multiprocessing.cpu_count", "psutil.cpu_count", "joblib.cpu_count"})
+
+# Method names that change the object they are called on (containers, queues, files, optimizers,
+# environments, connections, metrics): calling one on `self.x` makes an actor method stateful.
+MUTATING_METHODS = frozenset(
+    {
+        "append", "appendleft", "extend", "extendleft", "insert", "add", "update", "pop", "popleft",
+        "popitem", "remove", "discard", "clear", "setdefault", "sort", "reverse", "put", "put_nowait",
+        "write", "writelines", "send", "sendall", "step", "reset", "zero_grad", "backward", "fit",
+        "partial_fit", "train", "load_state_dict", "execute", "executemany", "commit", "rollback",
+        "acquire", "release", "seek", "flush", "close", "inc", "dec", "increment", "observe", "record",
+        "set", "incr", "push", "enqueue", "register", "feed", "learn", "store", "save", "apply_gradients",
+        "set_weights", "set_state", "copy_", "add_", "mul_", "zero_", "fill_",
+    }
+)
 
 
 def child_nodes(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
@@ -107,6 +125,21 @@ def literal_number(expr: cst.BaseExpression | None) -> float | None:
     return None
 
 
+def literal_string(expr: cst.BaseExpression | None) -> str | None:
+    """The value of a plain (or implicitly concatenated) string literal, else None."""
+    if isinstance(expr, (cst.SimpleString, cst.ConcatenatedString)):
+        value = expr.evaluated_value
+        return value if isinstance(value, str) else None
+    return None
+
+
+def root_name(expr: cst.BaseExpression) -> str | None:
+    """`self` for `self.a.b[0].c`: the name an attribute/subscript chain starts from."""
+    while isinstance(expr, (cst.Attribute, cst.Subscript)):
+        expr = expr.value
+    return expr.value if isinstance(expr, cst.Name) else None
+
+
 @dataclass(eq=False, repr=False)
 class Scope:
     kind: ScopeKind
@@ -164,6 +197,18 @@ class CallSite:
     index: int
     loop: Loop | None
     statement: cst.CSTNode | None
+
+
+@dataclass(eq=False, repr=False)
+class Store:
+    """A write through an attribute or subscript target: `a.b = v`, `a[k] += v`, `del a.b`."""
+
+    target: cst.Attribute | cst.Subscript
+    value: cst.BaseExpression | None  # None for `del` and for unpacking (`a.x, a.y = pair`)
+    kind: Literal["assign", "augassign", "del"]
+    statement: cst.CSTNode
+    scope: Scope
+    index: int
 
 
 @dataclass(eq=False, repr=False)
@@ -266,7 +311,7 @@ class RefOrigin:
     kind: Literal["ref", "ref-list"]
     producer: cst.BaseExpression  # the `.remote(...)`, `ray.put(...)` or list expression
     index: int  # event number at which the expression got its value
-    binding: Binding | None  # the binding it flowed through, if it came through a name
+    binding: Binding | None  # the name binding that holds the producer itself, if it came through names
 
 
 class SemanticModel:
@@ -284,8 +329,10 @@ class SemanticModel:
         self.star_imports: set[str] = set()
         self._call_sites: dict[int, CallSite] = {}
         self._class_by_node: dict[int, ClassInfo] = {}
+        self._function_by_node: dict[int, FunctionInfo] = {}
+        self.stores: list[Store] = []
         self._positions: dict[cst.CSTNode, CodeRange] | None = None
-        self._loop_results: dict[tuple[int, tuple[str, ...]], LoopResults] = {}
+        self._loop_results: dict[tuple[int, tuple[str, ...], frozenset[str]], LoopResults] = {}
         _Walker(self).run()
 
     # ------------------------------------------------------------------ names
@@ -489,6 +536,117 @@ class SemanticModel:
         bindings = scope.bindings.get(node.name.value, [])
         return next((b.index for b in bindings if b.node is node), 1 << 62)
 
+    # ------------------------------------------------------------------ what remote code runs and requests
+
+    def function_info(self, node: cst.FunctionDef) -> FunctionInfo | None:
+        return self._function_by_node.get(id(node))
+
+    def remote_functions(self, remote: RemoteDef) -> list[FunctionInfo]:
+        """The functions whose bodies run in a Ray worker for `remote`: the task, or every method of the actor."""
+        if remote.cls is not None:
+            return list(remote.cls.methods)
+        info = self.function_info(remote.target)  # type: ignore[arg-type]
+        return [info] if info is not None else []
+
+    @cached_property
+    def _remote_by_scope(self) -> dict[int, tuple[RemoteDef, FunctionInfo]]:
+        return {id(info.scope): (remote, info) for remote in self.remote_defs for info in self.remote_functions(remote)}
+
+    def remote_of_scope(self, scope: Scope) -> tuple[RemoteDef, FunctionInfo] | None:
+        """The remote function or actor (and its function) whose body runs the code of `scope` directly:
+        comprehensions inside the body count, nested functions and lambdas do not (they may run anywhere)."""
+        while scope.kind == "comprehension" and scope.parent is not None:
+            scope = scope.parent
+        return self._remote_by_scope.get(id(scope))
+
+    def cpu_share(self, remote: RemoteDef) -> float | None:
+        """The CPUs a task or actor requests: the largest literal `num_cpus` given anywhere in the module,
+        1 by default (Ray also sets OMP_NUM_THREADS to 1 for actors), None when a value is not literal."""
+        if remote.options_unknowable:
+            return None
+        numbers = [literal_number(value) for value in remote.option_values("num_cpus")]
+        if any(number is None for number in numbers):
+            return None
+        return max((n for n in numbers if n is not None), default=1.0)
+
+    def gpu_request(self, remote: RemoteDef) -> Literal["requested", "none", "unknown"]:
+        """Whether `remote` asks for a GPU anywhere in the module (`num_gpus` or `resources={"GPU": ...}`)."""
+        if remote.options_unknowable:
+            return "unknown"
+        unknown = False
+        for value in remote.option_values("num_gpus"):
+            number = literal_number(value)
+            if number is None:
+                unknown = True
+            elif number > 0:
+                return "requested"
+        for value in remote.option_values("resources"):
+            if not isinstance(value, cst.Dict):
+                unknown = True
+                continue
+            for element in value.elements:
+                if not isinstance(element, cst.DictElement):
+                    unknown = True
+                elif literal_string(element.key) == "GPU":
+                    return "requested"
+        return "unknown" if unknown else "none"
+
+    def is_cpu_count(self, expr: cst.BaseExpression, scope: Scope, at: int) -> bool:
+        """Whether `expr` is the machine's core count: `os.cpu_count()` (also `... or 1`, `str(...)`,
+        `multiprocessing.cpu_count()`, `psutil.cpu_count()`, `joblib.cpu_count()`)."""
+        if isinstance(expr, cst.BooleanOperation):
+            return self.is_cpu_count(expr.left, scope, at)
+        if not isinstance(expr, cst.Call):
+            return False
+        name = self.qualified_name(expr.func, scope, at)
+        if name in CPU_COUNT_FUNCTIONS:
+            return True
+        if isinstance(expr.func, cst.Name) and expr.func.value in ("str", "int") and len(expr.args) == 1:
+            return self.is_cpu_count(expr.args[0].value, scope, at)
+        return False
+
+    def method(self, cls: ClassInfo, name: str) -> FunctionInfo | None:
+        """The method `name` defined in the body of `cls` (the last definition wins, as in Python)."""
+        found = [m for m in cls.methods if m.node.name.value == name]
+        return found[-1] if found else None
+
+    def mutates_state(self, method: FunctionInfo, _seen: frozenset[int] = frozenset()) -> bool:
+        """Whether an actor method leaves state behind for the next call: it assigns or deletes through
+        `self`, calls a mutating method (`append`, `update`, `step`, `execute`, ...) on something reached
+        from `self`, declares a global, or calls another method of its class on `self` that does."""
+        params = method.node.params
+        positional = [*params.posonly_params, *params.params]
+        if method.owner is None or not positional:
+            return False
+        this = positional[0].name.value
+        inside = [s for s in self.scopes if scope_within(s, method.scope)]
+        if any(scope.globals for scope in inside):
+            return True
+        inside_ids = {id(scope) for scope in inside}
+        if any(id(store.scope) in inside_ids and root_name(store.target) == this for store in self.stores):
+            return True
+        holders = {this} | {  # local names that alias something reached from self: `buf = self.buf`
+            name
+            for scope in inside
+            for name, bindings in scope.bindings.items()
+            if any(b.value is not None and not isinstance(b.value, cst.Name) and root_name(b.value) == this for b in bindings)
+        }
+        for site in self.calls:
+            if id(site.scope) not in inside_ids:
+                continue
+            func = site.node.func
+            if isinstance(func, cst.Name) and func.value == "setattr":
+                return True
+            if not isinstance(func, cst.Attribute) or root_name(func.value) not in holders:
+                continue
+            if isinstance(func.value, cst.Name) and func.value.value == this:  # `self.helper(...)`
+                callee = self.method(method.owner, func.attr.value)
+                if callee is not None and id(callee) not in _seen and self.mutates_state(callee, _seen | {id(method)}):
+                    return True
+            elif func.attr.value in MUTATING_METHODS:
+                return True
+        return False
+
     # ------------------------------------------------------------------ ObjectRefs
 
     def submission(self, call: cst.Call) -> Submission | None:
@@ -565,7 +723,7 @@ class SemanticModel:
                 return RefOrigin("ref-list", value, binding.index, binding)
             origin = self.ref_origin(value, binding.scope, binding.index, _depth + 1)
             if origin is not None:
-                return RefOrigin(origin.kind, origin.producer, binding.index, binding)
+                return RefOrigin(origin.kind, origin.producer, binding.index, origin.binding or binding)
         return None
 
     def _appended_refs(self, binding: Binding) -> bool:
@@ -616,12 +774,15 @@ class SemanticModel:
                 carried.add(name)
         return carried
 
-    def loop_results(self, loop: Loop, get_functions: tuple[str, ...] = ("ray.get",)) -> LoopResults:
-        """What the loop does with the results it fetches (see `LoopResults`); computed once per loop."""
-        key = (id(loop), get_functions)
+    def loop_results(
+        self, loop: Loop, get_functions: tuple[str, ...] = ("ray.get",), helpers: frozenset[str] = frozenset()
+    ) -> LoopResults:
+        """What the loop does with the results it fetches (see `LoopResults`); computed once per loop.
+        `helpers`: names of functions in this module that fetch a result themselves."""
+        key = (id(loop), get_functions, helpers)
         results = self._loop_results.get(key)
         if results is None:
-            results = self._loop_results[key] = LoopResults(self, loop, get_functions)
+            results = self._loop_results[key] = LoopResults(self, loop, get_functions, helpers)
         return results
 
     # ------------------------------------------------------------------ positions
@@ -633,6 +794,15 @@ class SemanticModel:
             wrapper = MetadataWrapper(self.module, unsafe_skip_copy=True)
             self._positions = dict(wrapper.resolve(PositionProvider))
         return self._positions[node]
+
+
+def scope_within(scope: Scope | None, ancestor: Scope) -> bool:
+    """Whether `scope` is `ancestor` or nested inside it."""
+    while scope is not None:
+        if scope is ancestor:
+            return True
+        scope = scope.parent
+    return False
 
 
 def _is_none_literal(expr: cst.BaseExpression | None) -> bool:
@@ -659,10 +829,14 @@ class LoopResults:
     SLEEPS = ("time.sleep", "asyncio.sleep")
     MAX_PASSES = 4
 
-    def __init__(self, model: SemanticModel, loop: Loop, get_functions: tuple[str, ...]) -> None:
-        """`get_functions`: qualified names that fetch a result (`ray.get` and any a rule adds)."""
+    def __init__(
+        self, model: SemanticModel, loop: Loop, get_functions: tuple[str, ...], helpers: frozenset[str] = frozenset()
+    ) -> None:
+        """`get_functions`: qualified names that fetch a result (`ray.get` and any a rule adds);
+        `helpers`: plain names of the module's own functions that fetch one."""
         self.model = model
         self.get_functions = get_functions
+        self.helpers = helpers
         self.derived: set[str] = set()
         self.exits_on_result = False
         self.polls = False
@@ -691,6 +865,8 @@ class LoopResults:
             if isinstance(node, cst.Call):
                 site = self.model.call_site(node)
                 if site is not None and self.model.call_name(site) in self.get_functions:
+                    return True
+                if isinstance(node.func, cst.Name) and node.func.value in self.helpers:
                     return True
         return False
 
@@ -809,6 +985,7 @@ class _Walker:
             cst.WithItem: self._with_item,
             cst.ExceptHandler: self._except_handler,
             cst.Global: self._global,
+            cst.Del: self._del,
             cst.Nonlocal: self._global,
             cst.Call: self._call,
         }
@@ -871,7 +1048,13 @@ class _Walker:
         elif isinstance(target, cst.StarredElement):
             self.bind_target(target.value, kind, None, source)
         else:
+            if isinstance(target, (cst.Attribute, cst.Subscript)):
+                self.store(target, value, "augassign" if kind == "augassign" else "assign")
             self.push(target)
+
+    def store(self, target: cst.Attribute | cst.Subscript, value: cst.BaseExpression | None, kind: str) -> None:
+        assert self.statement is not None
+        self.model.stores.append(Store(target, value, kind, self.statement, self.scope, self.index))  # type: ignore[arg-type]
 
     def later_bind(
         self, target: cst.BaseExpression, kind: BindingKind, value: cst.BaseExpression | None, source: cst.BaseExpression | None = None
@@ -942,6 +1125,7 @@ class _Walker:
             leave = self._enter_scope("function", node, node.asynchronous is not None)
             info = FunctionInfo(node, self.scope, self.scope.parent, owner)  # type: ignore[arg-type]
             self.model.functions.append(info)
+            self.model._function_by_node[id(node)] = info
             if owner is not None:
                 owner.methods.append(info)
             self.owner = None
@@ -1052,6 +1236,13 @@ class _Walker:
         if node.name is not None and isinstance(node.name.name, cst.Name):
             bind = self.later_bind(node.name.name, "other", None)
         self.push(node.type, bind, node.body)
+
+    def _del(self, node: cst.Del) -> None:
+        targets = [e.value for e in node.target.elements] if isinstance(node.target, (cst.Tuple, cst.List)) else [node.target]
+        for target in targets:
+            if isinstance(target, (cst.Attribute, cst.Subscript)):
+                self.store(target, None, "del")
+        self.push(node.target)
 
     def _global(self, node: cst.Global | cst.Nonlocal) -> None:
         if isinstance(node, cst.Global):

@@ -93,6 +93,12 @@ class Context:
     def code_for(self, node: cst.CSTNode) -> str:
         return self.model.module.code_for_node(node)
 
+    def snippet(self, node: cst.CSTNode, limit: int = 50) -> str:
+        """The node's first line of code, shortened for a message."""
+        lines = self.code_for(node).strip().splitlines()
+        first = lines[0] if lines else ""
+        return first if len(first) <= limit and len(lines) <= 1 else first[: limit - 3].rstrip() + "..."
+
     def edits(self, plan: FixPlan) -> tuple[Edit, ...]:
         edits = []
         for node, text in plan.replacements:

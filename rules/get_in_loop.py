@@ -5,7 +5,19 @@ from __future__ import annotations
 import libcst as cst
 
 from ray_lint.diagnostics import Applicability, Severity
-from ray_lint.model import CallSite, Loop, SemanticModel, Submission, block_statements, names_read
+from ray_lint.model import (
+    CallSite,
+    FunctionInfo,
+    Loop,
+    LoopResults,
+    RefOrigin,
+    SemanticModel,
+    Submission,
+    block_statements,
+    iter_subtree,
+    names_read,
+    scope_within,
+)
 from ray_lint.rule import Context, FixPlan, Invalid, Option, Rule, Valid
 
 
@@ -45,7 +57,12 @@ ray-lint stays silent when the loop cannot be parallel or is already right:
 - the `ray.get` is in the loop's iterable (`for v in ray.get(refs)`), which runs once;
 - the loop always exits in its first iteration.
 
-The diagnostic is reported on the line of the `ray.get` call; put a `# noqa: RAY001` there.
+It also follows one level of helper: a loop that calls a module-level function of the same
+file which submits a task and waits for it (outside any loop of its own) is reported at the
+call in the loop.
+
+The diagnostic is reported on the line of the `ray.get` call (or of the helper call); put a
+`# noqa: RAY001` there.
 
 ## Example
 ```python
@@ -64,7 +81,9 @@ Or, to handle results as they finish, use `ray.wait` (see RAY002).
 The fix is unsafe: it starts every task before waiting for any, which changes when side
 effects happen, how much memory the results take at once, and which exception surfaces
 first. It is offered for comprehensions and generator expressions whose element is the
-`ray.get`, and for a `for` loop whose only statement is `results.append(ray.get(...))`.
+`ray.get`, for a `for` loop whose only statement is `results.append(ray.get(...))`, and for
+one whose body is `ref = f.remote(x)` then `results.append(ray.get(ref))` when `ref` is used
+nowhere else.
 
 ## Options
 - `extra-get-functions`: qualified names of helpers that block like `ray.get`.
@@ -98,6 +117,16 @@ first. It is offered for comprehensions and generator expressions whose element 
             "pipelining: the ref was submitted in the previous iteration",
         ),
         Valid("import ray\nfor x in xs:\n    return ray.get(f.remote(x))\n", "the loop exits in its first iteration"),
+        Valid(
+            "import ray\nnext_ref = f.remote(0)\nfor i in range(1, n):\n    ref = next_ref\n    next_ref = f.remote(i)\n"
+            "    print(ray.get(ref))\n",
+            "pipelining through a second name",
+        ),
+        Valid(
+            "import ray\n\ndef step(state):\n    return ray.get(advance.remote(state))\n\nfor _ in range(10):\n    state = step(state)\n",
+            "a helper whose result feeds the next call",
+        ),
+
         Valid("for x in xs:\n    ray.get(f.remote(x))\n", "no `import ray`: `ray` is not Ray here"),
         Valid("import ray\nfor x in xs:\n    ray.put(ray.get(ref))\n", "the ref is not created in the loop"),
         Valid(
@@ -143,6 +172,17 @@ first. It is offered for comprehensions and generator expressions whose element 
             fixed="import ray\nseen = set(ray.get([f.remote(x) for x in xs]))\n",
         ),
         Invalid("import ray\nfor x in xs:\n    ref = f.remote(x)\n    print(ray.get(ref))\n", 4),
+        Invalid("import ray\nfor x in xs:\n    ref = f.remote(x)\n    ray.wait([ref])\n    print(ray.get(ref))\n", 5, note="wait without a timeout blocks too"),
+        Invalid(
+            "import ray\nout = []\nfor x in xs:\n    ref = f.remote(x)\n    out.append(ray.get(ref))\n",
+            5,
+            fixed="import ray\nout = []\nout.extend(ray.get([f.remote(x) for x in xs]))\n",
+        ),
+        Invalid(
+            "import ray\n\ndef run_one(x):\n    ref = f.remote(x)\n    return ray.get(ref)\n\nresults = [run_one(x) for x in xs]\n",
+            7,
+            note="a one-level helper that submits and waits, called in a loop",
+        ),
         Invalid("import ray as r\ni = 0\nwhile i < n:\n    print(r.get(f.remote(i)))\n    i += 1\n", 4),
         Invalid("from ray import get as fetch\nfor x in xs:\n    print(fetch(f.options(num_cpus=2).remote(x)))\n", 3),
         Invalid("import ray\ncounter = Counter.remote()\nfor x in xs:\n    print(ray.get(counter.add.remote(x)))\n", 4),
@@ -155,80 +195,159 @@ first. It is offered for comprehensions and generator expressions whose element 
     ]
 
     def check(self, ctx: Context) -> None:
-        for qualified in ("ray.get", *self.settings["extra-get-functions"]):
-            for site in ctx.model.calls_to(qualified):
-                self._check_get(ctx, site)
-
-    def _check_get(self, ctx: Context, get: CallSite) -> None:
         model = ctx.model
-        if get.loop is None or not get.node.args:
+        get_functions = ("ray.get", *self.settings["extra-get-functions"])
+        gets = sorted((site for name in get_functions for site in model.calls_to(name)), key=lambda site: site.index)
+        helpers = self._blocking_helpers(model, gets)
+        helper_names = frozenset(info.node.name.value for info, _ in helpers.values())
+        for get in gets:
+            self._check_get(ctx, get, get_functions, helper_names)
+        for info, inner_get in helpers.values():
+            self._check_helper_calls(ctx, info, inner_get, get_functions, helper_names)
+
+    def _check_get(self, ctx: Context, get: CallSite, get_functions: tuple[str, ...], helpers: frozenset[str]) -> None:
+        model = ctx.model
+        if get.loop is None:
             return
-        argument = get.node.args[0].value
-        origin = model.ref_origin(argument, get.scope, get.index)
-        if origin is None or origin.kind != "ref" or not isinstance(origin.producer, cst.Call):
+        found = self._submitted_ref(model, get)
+        if found is None:
             return
-        submission = model.submission(origin.producer)
-        producer = model.call_site(origin.producer)
-        if submission is None or producer is None:
-            return
+        submission, producer, origin = found
         created_in = origin.binding.loop if origin.binding is not None else producer.loop
         loop = model.common_loop(get.loop, created_in)
-        if loop is None or _exits_first_iteration(loop) or self._is_sequential(model, loop, submission, producer, get):
+        if loop is None or _exits_first_iteration(loop):
+            return
+        facts = model.loop_results(loop, get_functions, helpers)
+        if self._is_sequential(model, loop, facts, submission.call, submission.handle, producer.index, get.node):
+            return
+        if _waited_before(model, get, producer):
             return
         message = self.message + "; submit them all first and call `ray.get` once after the loop"
         if submission.kind == "actor-method":
             message += " (calls to one actor also queue behind each other: see RAY010)"
-        ctx.report(get.node, message, self._fix(ctx, get, loop, origin.producer))
+        ctx.report(get.node, message, self._fix(ctx, get, loop, submission.call))
+
+    def _submitted_ref(self, model: SemanticModel, get: CallSite) -> tuple[Submission, CallSite, RefOrigin] | None:
+        """The submission whose ref the get waits for, when the module shows one."""
+        if not get.node.args:
+            return None
+        origin = model.ref_origin(get.node.args[0].value, get.scope, get.index)
+        if origin is None or origin.kind != "ref" or not isinstance(origin.producer, cst.Call):
+            return None
+        submission = model.submission(origin.producer)
+        producer = model.call_site(origin.producer)
+        if submission is None or producer is None:
+            return None
+        return submission, producer, origin
+
+    def _blocking_helpers(self, model: SemanticModel, gets: list[CallSite]) -> dict[int, tuple[FunctionInfo, CallSite]]:
+        """Module-level synchronous functions that submit a task and wait for it, outside any loop of their
+        own: calling one in a loop is the same mistake, one level down."""
+        helpers: dict[int, tuple[FunctionInfo, CallSite]] = {}
+        for get in gets:
+            scope = get.scope.function
+            if get.loop is not None or scope is None or scope.kind != "function" or get.scope is not scope:
+                continue
+            info = model.function_info(scope.node)  # type: ignore[arg-type]
+            if info is None or info.parent_scope is not model.module_scope or info.is_async or model.remote_of_scope(scope):
+                continue
+            found = self._submitted_ref(model, get)
+            if found is None or found[1].scope is not scope or found[1].loop is not None:
+                continue
+            if not _waited_before(model, get, found[1]):
+                helpers.setdefault(id(info.node), (info, get))
+        return helpers
+
+    def _check_helper_calls(
+        self, ctx: Context, info: FunctionInfo, inner_get: CallSite, get_functions: tuple[str, ...], helpers: frozenset[str]
+    ) -> None:
+        model = ctx.model
+        name = info.node.name.value
+        for site in model.calls_by_tail.get(name, ()):
+            if site.loop is None or not isinstance(site.node.func, cst.Name) or scope_within(site.scope, info.scope):
+                continue
+            binding = model.reaching_binding(name, site.scope, site.index)
+            if binding is None or binding.node is not info.node or _exits_first_iteration(site.loop):
+                continue
+            facts = model.loop_results(site.loop, get_functions, helpers)
+            if self._is_sequential(model, site.loop, facts, site.node, None, site.index, site.node):
+                continue
+            line = model.position(inner_get.node).start.line
+            ctx.report(
+                site.node,
+                f"`{name}()` submits a task and waits for it with `ray.get` (line {line}), so calling it in this loop "
+                "runs the tasks one at a time; have it return the ref and call `ray.get` once after the loop",
+            )
 
     def _is_sequential(
-        self, model: SemanticModel, loop: Loop, submission: Submission, producer: CallSite, get: CallSite
+        self,
+        model: SemanticModel,
+        loop: Loop,
+        facts: LoopResults,
+        call: cst.Call,
+        handle: cst.BaseExpression | None,
+        at: int,
+        waiting: cst.Call,
     ) -> bool:
         """Whether the loop cannot run its tasks in parallel, or does not wait where it seems to: the next
-        submission or the decision to go on needs a result fetched in the loop, the get runs only under a
-        condition read from an earlier result, a `ray.wait` already said the ref is ready, or the loop
-        polls (sleeps between rounds)."""
-        facts = model.loop_results(loop, ("ray.get", *self.settings["extra-get-functions"]))
-        inputs = set().union(*(names_read(arg.value) for arg in submission.call.args))
-        if submission.handle is not None:
-            inputs |= names_read(submission.handle)
-        if model.carried_names(loop, inputs, producer.index) & facts.derived:
+        submission (`call`, made at event `at`) or the decision to go on needs a result fetched in the
+        loop, the waiting call runs only under a condition read from an earlier result, or the loop polls
+        (sleeps between rounds)."""
+        inputs = set().union(*(names_read(arg.value) for arg in call.args))
+        if handle is not None:
+            inputs |= names_read(handle)
+        if model.carried_names(loop, inputs, at) & facts.derived:
             return True
-        return (
-            facts.exits_on_result
-            or facts.polls
-            or get.node in facts.guarded_nodes
-            or _waited_before(model, get, producer)
-        )
+        return facts.exits_on_result or facts.polls or waiting in facts.guarded_nodes
 
     def _fix(self, ctx: Context, get: CallSite, loop: Loop, producer: cst.Call) -> FixPlan | None:
         """Submit everything, then one `ray.get`: for a comprehension whose element is the get, and for a
-        `for` loop whose only statement is `out.append(ray.get(...))`."""
+        `for` loop whose body is `out.append(ray.get(f.remote(x)))`, or `r = f.remote(x)` followed by
+        `out.append(ray.get(r))` when `r` is used nowhere else."""
         call = get.node
-        if len(call.args) != 1 or call.args[0].value is not producer or get.loop is not loop:
+        if len(call.args) != 1 or get.loop is not loop:
             return None
         fetch = ctx.code_for(call.func)
         node = loop.node
         if isinstance(node, (cst.ListComp, cst.SetComp, cst.GeneratorExp)) and node.elt is call:
-            if node.for_in.asynchronous is not None:
+            if node.for_in.asynchronous is not None or call.args[0].value is not producer:
                 return None
             refs = ctx.code_for(cst.ListComp(elt=producer, for_in=node.for_in))
             text = f"{fetch}({refs})"
             if isinstance(node, cst.SetComp):
                 text = f"set({text})"
             return self._plan(node, text)
-        if isinstance(node, cst.For) and node.orelse is None and node.asynchronous is None:
-            statement = _only_statement(node)
-            if (
-                isinstance(statement, cst.Expr)
-                and isinstance(statement.value, cst.Call)
-                and isinstance(statement.value.func, cst.Attribute)
-                and statement.value.func.attr.value == "append"
-                and len(statement.value.args) == 1
-                and statement.value.args[0].value is call
+        if not isinstance(node, cst.For) or node.orelse is not None or node.asynchronous is not None:
+            return None
+        statements = block_statements(node.body)
+        if len(statements) == 2 and call.args[0].value is not producer:
+            submit, statements = statements[0], statements[1:]
+            argument = call.args[0].value
+            if not (
+                isinstance(submit, cst.Assign)
+                and submit.value is producer
+                and len(submit.targets) == 1
+                and isinstance(argument, cst.Name)
+                and isinstance(submit.targets[0].target, cst.Name)
+                and submit.targets[0].target.value == argument.value
+                and _occurrences(ctx.model, get, argument.value) == 2
             ):
-                target = ctx.code_for(statement.value.func.value)
-                refs = ctx.code_for(cst.ListComp(elt=producer, for_in=cst.CompFor(target=node.target, iter=node.iter)))
-                return self._plan(node, f"{target}.extend({fetch}({refs}))")
+                return None
+        elif call.args[0].value is not producer:
+            return None
+        if len(statements) != 1 or not isinstance(statements[0], cst.Expr):
+            return None
+        append = statements[0].value
+        if (
+            isinstance(append, cst.Call)
+            and isinstance(append.func, cst.Attribute)
+            and append.func.attr.value == "append"
+            and len(append.args) == 1
+            and append.args[0].value is call
+        ):
+            target = ctx.code_for(append.func.value)
+            refs = ctx.code_for(cst.ListComp(elt=producer, for_in=cst.CompFor(target=node.target, iter=node.iter)))
+            return self._plan(node, f"{target}.extend({fetch}({refs}))")
         return None
 
     def _plan(self, node: cst.CSTNode, text: str) -> FixPlan:
@@ -236,13 +355,23 @@ first. It is offered for comprehensions and generator expressions whose element 
 
 
 def _waited_before(model: SemanticModel, get: CallSite, producer: CallSite) -> bool:
-    """A `ray.wait` on the ref between its submission and the get: the get does not block."""
+    """A `ray.wait` with a timeout on the ref between its submission and the get: the code checks
+    readiness instead of blocking (a `ray.wait` without a timeout blocks just like the get)."""
     names = names_read(get.node.args[0].value)
     for wait in model.calls_to("ray.wait"):
+        timeout = next((arg.value for arg in wait.node.args if arg.keyword and arg.keyword.value == "timeout"), None)
+        if timeout is None or (isinstance(timeout, cst.Name) and timeout.value == "None"):
+            continue
         if producer.index < wait.index < get.index and wait.scope is get.scope:
             if any(names_read(arg.value) & names for arg in wait.node.args):
                 return True
     return False
+
+
+def _occurrences(model: SemanticModel, site: CallSite, name: str) -> int:
+    """How often `name` appears in the function (or module) that holds `site`."""
+    scope = site.scope.function or model.module_scope
+    return sum(1 for node in iter_subtree(scope.node) if isinstance(node, cst.Name) and node.value == name)
 
 
 def _exits_first_iteration(loop: Loop) -> bool:
@@ -252,8 +381,3 @@ def _exits_first_iteration(loop: Loop) -> bool:
     return any(isinstance(s, (cst.Break, cst.Return, cst.Raise)) for s in block_statements(loop.node.body))
 
 
-def _only_statement(loop: cst.For) -> cst.BaseSmallStatement | None:
-    statements = block_statements(loop.body)
-    if len(statements) == 1 and isinstance(statements[0], cst.BaseSmallStatement):
-        return statements[0]
-    return None

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from ray_lint.rule import all_rules
+
 # One RAY001 finding on line 2, column 12 (`ray.get` after "results = ["); its fix is unsafe.
 SNIPPET = "import ray\nresults = [ray.get(f.remote(x)) for x in xs]\n"
 FIXED = "import ray\nresults = ray.get([f.remote(x) for x in xs])\n"
@@ -358,6 +360,8 @@ def test_per_file_ignores(run, tmp_path):
 # ---------------------------------------------------------------------------- ray-lint config
 
 
+# Every rule that is not in preview is on by default.
+DEFAULT_CODES = [rule.code for rule in all_rules() if not rule.preview]
 CONFIG_WITH_OPTION = '[tool.ray-lint]\nignore = ["RAY001"]\n\n[tool.ray-lint.rules.get-in-loop]\nextra-get-functions = ["mypkg.fetch"]\n'
 
 
@@ -369,7 +373,7 @@ def test_config_command_json(run, tmp_path):
     origin = f"{pyproject.resolve()} [tool.ray-lint]"
     assert settings["ignore"] == {"value": ["RAY001"], "source": origin}
     assert settings["rules.get-in-loop.extra-get-functions"] == {"value": ["mypkg.fetch"], "source": origin}
-    assert settings["enabled rules"]["value"] == ["RAY000"]
+    assert settings["enabled rules"]["value"] == [c for c in DEFAULT_CODES if c != "RAY001"]
     assert settings["select"] == {"value": [], "source": "default"}
     assert settings["preview"] == {"value": False, "source": "default"}
     assert settings["extend-exclude"] == {"value": [], "source": "default"}
@@ -378,7 +382,7 @@ def test_config_command_json(run, tmp_path):
 
     isolated = json.loads(run(["config", "--isolated", "--output-format", "json"], tmp_path).stdout)
     assert isolated["ignore"] == {"value": [], "source": "default"}
-    assert isolated["enabled rules"]["value"] == ["RAY000", "RAY001"]
+    assert isolated["enabled rules"]["value"] == DEFAULT_CODES
     assert isolated["rules.get-in-loop.extra-get-functions"] == {"value": [], "source": "default"}
 
     # For a path in a directory with its own config file, that file's settings.
@@ -396,7 +400,8 @@ def test_config_command_text(run, tmp_path):
     origin = f"{pyproject.resolve()} [tool.ray-lint]"
     assert f'ignore = ["RAY001"]  # from {origin}' in lines
     assert f'rules.get-in-loop.extra-get-functions = ["mypkg.fetch"]  # from {origin}' in lines
-    assert 'enabled rules = ["RAY000"]  # from default' in lines
+    enabled = ", ".join(f'"{c}"' for c in DEFAULT_CODES if c != "RAY001")
+    assert f"enabled rules = [{enabled}]  # from default" in lines
     assert "select = []  # from default" in lines
     assert "preview = false  # from default" in lines
     assert "extend-exclude = []  # from default" in lines

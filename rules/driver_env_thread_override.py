@@ -1,0 +1,217 @@
+"""RAY042 driver-env-thread-override: a thread-count environment variable raised for every Ray worker."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import libcst as cst
+
+from ray_lint.diagnostics import Severity
+from ray_lint.model import ALL_CORES, CallSite, Scope, SemanticModel, literal_number, literal_string
+from ray_lint.rule import Context, Invalid, Rule, Valid
+
+THREAD_VARIABLES = frozenset(
+    {
+        "OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMEXPR_NUM_THREADS",
+        "NUMEXPR_MAX_THREADS", "VECLIB_MAXIMUM_THREADS",
+    }
+)
+
+
+class DriverEnvThreadOverride(Rule):
+    code = "RAY042"
+    name = "driver-env-thread-override"
+    message = "A thread-count environment variable is raised for every Ray worker"
+    severity = Severity.WARNING
+    category = "perf"
+    tokens = ("_THREADS",)
+    docs = """
+## What it does
+In a module that uses Ray, finds `OMP_NUM_THREADS`, `MKL_NUM_THREADS`,
+`OPENBLAS_NUM_THREADS`, `NUMEXPR_NUM_THREADS`, `NUMEXPR_MAX_THREADS` or
+`VECLIB_MAXIMUM_THREADS` set to more than 1 (or to `os.cpu_count()`): through
+`os.environ[...] = ...`, `os.environ.setdefault/update`, `os.putenv`, or the `env_vars` of a
+`runtime_env` given to `ray.init`, `@ray.remote` or `.options`.
+
+## Why is this bad?
+Workers of a local cluster inherit the driver's environment, and a `runtime_env` sets the
+variables in every worker it applies to. Ray sets `OMP_NUM_THREADS` to each task's
+`num_cpus` (1 by default) *only when it is unset*, and never sets `MKL_NUM_THREADS` or
+`OPENBLAS_NUM_THREADS`. So a value set here wins: every worker starts that many BLAS threads,
+and with one worker per CPU the node runs workers × value threads on its cores. Measured on a
+2-core machine with Ray 2.60: `os.environ["OMP_NUM_THREADS"] = "8"` before `ray.init()`
+reached a default task unchanged, and 4 tasks of 3 matrix products (1500 × 1500) took 1.87 s
+with 8 threads and 1.43 s with Ray's default (1.3×); the gap grows with the node's size.
+
+ray-lint is silent on a value of 1, on values it cannot read (variables, configuration), and
+when the tasks request at least as many CPUs as the value (one large task per node): a
+`runtime_env` next to `num_cpus` in the same decorator or `.options` call, or, for the
+driver's environment, every remote function and actor in the module.
+
+## Example
+```python
+os.environ["OMP_NUM_THREADS"] = str(os.cpu_count())
+ray.init()
+```
+
+## Use instead
+```python
+ray.init()  # Ray sets OMP_NUM_THREADS to each task's num_cpus
+```
+or, for a task that really uses several cores:
+```python
+@ray.remote(num_cpus=8, runtime_env={"env_vars": {"OMP_NUM_THREADS": "8"}})
+def solve(matrix): ...
+```
+
+## Fix safety
+There is no automatic fix: the right value depends on how many CPUs the tasks request.
+
+## References
+- [Resources: CPUs and OMP_NUM_THREADS](https://docs.ray.io/en/latest/ray-core/scheduling/resources.html)
+- [Optimizing performance: multi-threaded libraries](https://docs.ray.io/en/latest/ray-observability/user-guides/debug-apps/optimize-performance.html)
+"""
+
+    VALID = [
+        Valid('import os\nimport ray\nos.environ["OMP_NUM_THREADS"] = "1"\nray.init()\n', "one thread"),
+        Valid('import os\nos.environ["OMP_NUM_THREADS"] = "8"\n', "no Ray in this module"),
+        Valid('import os\nimport ray\nos.environ["OMP_NUM_THREADS"] = str(n)\n', "value unknown"),
+        Valid('import os\nimport ray\nos.environ["CUDA_VISIBLE_DEVICES"] = "0,1"\n', "not a thread count"),
+        Valid('import os\nimport ray\nthreads = os.environ.get("OMP_NUM_THREADS", "8")\nos.environ.pop("MKL_NUM_THREADS")\n', "reads and removals"),
+        Valid(
+            'import ray\n@ray.remote(num_cpus=4, runtime_env={"env_vars": {"OMP_NUM_THREADS": "4"}})\ndef f():\n    pass\n',
+            "the task requests the CPUs its threads use",
+        ),
+        Valid(
+            'import os\nimport ray\nos.environ["MKL_NUM_THREADS"] = "4"\n\n@ray.remote(num_cpus=4)\ndef f():\n    pass\n',
+            "every task in the module requests 4 CPUs",
+        ),
+        Valid('import ray\nray.init(runtime_env={"env_vars": {"OMP_NUM_THREADS": f"{n}"}})\n', "f-string: unknown"),
+        Valid('import ray\nray.init(runtime_env={"env_vars": {"TOKENIZERS_PARALLELISM": "false"}})\n', "another variable"),
+    ]
+    INVALID = [
+        Invalid('import os\nimport ray\nos.environ["OMP_NUM_THREADS"] = "8"\nray.init()\n', 3),
+        Invalid('import os\nimport ray\nos.environ["MKL_NUM_THREADS"] = str(os.cpu_count())\n', 3),
+        Invalid('import os\nimport ray\nos.environ.setdefault("OPENBLAS_NUM_THREADS", "16")\n', 3),
+        Invalid('import os\nimport ray\nos.environ.update({"NUMEXPR_MAX_THREADS": "8"})\n', 3),
+        Invalid('import os\nimport ray\nos.putenv("OMP_NUM_THREADS", "4")\n', 3),
+        Invalid('import ray\nray.init(\n    runtime_env={"env_vars": {\n        "OMP_NUM_THREADS": "8",\n    }},\n)\n', 4),
+        Invalid('import ray\n@ray.remote(runtime_env={"env_vars": {"MKL_NUM_THREADS": "4"}})\ndef f():\n    pass\n', 2),
+        Invalid(
+            'import ray\nenv = {"env_vars": {"VECLIB_MAXIMUM_THREADS": "8"}}\nref = f.options(runtime_env=env).remote()\n',
+            2,
+        ),
+        Invalid('from os import environ\nimport ray\nenviron["OMP_NUM_THREADS"] = "2"\n', 3),
+    ]
+
+    def check(self, ctx: Context) -> None:
+        model = ctx.model
+        if not model.imports_module("ray"):
+            return
+        driver_share = self._smallest_share(model)
+        for node, key, value, scope, at in self._environ_writes(model):
+            self._judge(ctx, node, key, value, scope, at, driver_share)
+        for site in model.calls:
+            for arg in site.node.args:
+                if arg.keyword is None or arg.keyword.value not in ("runtime_env", "env_vars"):
+                    continue
+                share = driver_share if model.call_name(site) == "ray.init" else _call_share(site)
+                for element in self._env_vars(model, site, arg):
+                    key = literal_string(element.key)
+                    if key is not None:
+                        self._judge(ctx, element.key, key, element.value, site.scope, site.index, share)
+
+    def _judge(
+        self, ctx: Context, node: cst.CSTNode, key: str, value: cst.BaseExpression, scope: Scope, at: int, share: float
+    ) -> None:
+        if key not in THREAD_VARIABLES:
+            return
+        count = _thread_value(ctx.model, value, scope, at)
+        if count is None or count <= 1 or count <= share:
+            return
+        shown = "the number of cores" if count == ALL_CORES else f"{count:g}"
+        ctx.report(
+            node,
+            f"`{key}` set to {shown} reaches every Ray worker, and Ray sets `OMP_NUM_THREADS` to a task's `num_cpus` "
+            "only when it is unset (never `MKL_`/`OPENBLAS_NUM_THREADS`): with one worker per CPU the node's cores are "
+            "oversubscribed; leave it unset or 1, or request a matching `num_cpus`",
+        )
+
+    def _environ_writes(
+        self, model: SemanticModel
+    ) -> Iterator[tuple[cst.CSTNode, str, cst.BaseExpression, Scope, int]]:
+        """`os.environ[KEY] = value`, `os.environ.setdefault/update(...)` and `os.putenv(KEY, value)`."""
+        for store in model.stores:
+            target = store.target
+            if store.kind != "assign" or store.value is None or not isinstance(target, cst.Subscript):
+                continue
+            if model.qualified_name(target.value, store.scope, store.index) != "os.environ" or len(target.slice) != 1:
+                continue
+            index = target.slice[0].slice
+            key = literal_string(index.value) if isinstance(index, cst.Index) else None
+            if key is not None:
+                yield store.statement, key, store.value, store.scope, store.index
+        for name in ("os.environ.setdefault", "os.putenv"):
+            for site in model.calls_to(name):
+                args = site.node.args
+                if len(args) == 2 and args[0].keyword is None and (key := literal_string(args[0].value)) is not None:
+                    yield site.node, key, args[1].value, site.scope, site.index
+        for site in model.calls_to("os.environ.update"):
+            for arg in site.node.args:
+                if arg.keyword is not None:
+                    yield site.node, arg.keyword.value, arg.value, site.scope, site.index
+                elif isinstance(arg.value, cst.Dict):
+                    for element in arg.value.elements:
+                        if isinstance(element, cst.DictElement) and (key := literal_string(element.key)) is not None:
+                            yield site.node, key, element.value, site.scope, site.index
+
+    def _env_vars(self, model: SemanticModel, site: CallSite, arg: cst.Arg) -> Iterator[cst.DictElement]:
+        """The entries of `env_vars` in a `runtime_env=` (or `env_vars=`) argument, through one name."""
+        variables: cst.BaseExpression | None = arg.value
+        if arg.keyword is not None and arg.keyword.value == "runtime_env":
+            runtime_env = _dict_value(model, arg.value, site)
+            variables = _entry(runtime_env, "env_vars") if runtime_env is not None else None
+        env = _dict_value(model, variables, site) if variables is not None else None
+        if env is not None:
+            for element in env.elements:
+                if isinstance(element, cst.DictElement):
+                    yield element
+
+    def _smallest_share(self, model: SemanticModel) -> float:
+        """The CPUs of the smallest task in the module (1 when there are none or one is unknown)."""
+        shares = [model.cpu_share(remote) for remote in model.remote_defs]
+        if not shares or any(share is None for share in shares):
+            return 1.0
+        return min(share for share in shares if share is not None)
+
+
+def _call_share(site: CallSite) -> float:
+    """The `num_cpus` given in the same decorator or `.options(...)` call, else Ray's default of 1."""
+    for arg in site.node.args:
+        if arg.keyword is not None and arg.keyword.value == "num_cpus":
+            return literal_number(arg.value) or 1.0
+    return 1.0
+
+
+def _dict_value(model: SemanticModel, expr: cst.BaseExpression, site: CallSite) -> cst.Dict | None:
+    """A dict literal, or the dict literal a name was last bound to."""
+    if isinstance(expr, cst.Name):
+        binding = model.reaching_binding(expr.value, site.scope, site.index)
+        expr = binding.value if binding is not None and binding.kind == "assign" and binding.value is not None else expr
+    return expr if isinstance(expr, cst.Dict) else None
+
+
+def _entry(mapping: cst.Dict, key: str) -> cst.BaseExpression | None:
+    for element in mapping.elements:
+        if isinstance(element, cst.DictElement) and literal_string(element.key) == key:
+            return element.value
+    return None
+
+
+def _thread_value(model: SemanticModel, value: cst.BaseExpression, scope: Scope, at: int) -> float | None:
+    if model.is_cpu_count(value, scope, at):
+        return ALL_CORES
+    text = literal_string(value)
+    if text is not None:
+        return float(text) if text.strip().isdigit() else None
+    return literal_number(value)

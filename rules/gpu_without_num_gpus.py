@@ -1,0 +1,251 @@
+"""RAY040 gpu-without-num-gpus: a task or actor that uses a GPU but does not ask Ray for one."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import libcst as cst
+
+from ray_lint.diagnostics import Applicability, Severity
+from ray_lint.model import RemoteDef, SemanticModel, child_nodes, literal_string
+from ray_lint.rule import Context, FixPlan, Invalid, Rule, Valid
+
+# `torch.cuda` functions that only ask whether a GPU is there.
+PROBES = frozenset({"is_available", "device_count", "is_initialized"})
+# Keywords that hand GPU settings to Ray Train or Ray Data, which schedule the GPU work themselves.
+DELEGATING_KEYWORDS = frozenset({"num_gpus", "use_gpu", "resources_per_worker", "accelerator_type"})
+GPU_WORDS = ("cuda", "gpu")
+
+
+class GpuWithoutNumGpus(Rule):
+    code = "RAY040"
+    name = "gpu-without-num-gpus"
+    message = "A task or actor uses a GPU but does not request `num_gpus`"
+    severity = Severity.WARNING
+    category = "resource"
+    fixable = True
+    tokens = (".remote", "@remote")
+    docs = """
+## What it does
+Finds a remote function or actor class whose code uses a GPU directly (`.cuda()`,
+`.to("cuda")`, `device="cuda"`, `torch.device("cuda")`, `torch.cuda.*`, CuPy, Numba CUDA,
+`tf.device("/GPU:0")`, `jax.devices("gpu")`) while neither its decorator nor any
+`.options(...)` call on it in the module requests `num_gpus` (or `resources={"GPU": ...}`).
+
+## Why is this bad?
+Ray schedules by the resources a task requests, and `num_gpus` is what tells it a task needs
+a GPU. Without it:
+- the task may land on a node that has no GPU, and fails there;
+- on a GPU node, Ray 2.60 does not hide the GPUs from it: a task that requests no GPU sees
+  *every* GPU of the node (`CUDA_VISIBLE_DEVICES` is left as it was; measured with Ray 2.60:
+  such a task saw `'0,1'` while a `num_gpus=1` task saw `'0'`), so it contends for memory
+  and compute with the tasks that did request them, and runs out of GPU memory at random.
+  (Ray 2.4x and older set `CUDA_VISIBLE_DEVICES=""` for such tasks, so the same code silently
+  ran on the CPU instead.)
+- Ray also counts the node's GPUs as free and packs more GPU tasks on it.
+
+ray-lint says nothing when the GPU request cannot be known statically: `num_gpus` given
+through a variable or `**options`, or at any `.options(num_gpus=...)` call in the module.
+It also ignores code that only probes (`torch.cuda.is_available()`), GPU code under a
+condition that mentions CUDA or GPUs (there is a CPU path), device strings chosen at run time,
+and nested functions, which may be handed to Ray Train or Ray Data with their own GPU settings.
+
+## Example
+```python
+@ray.remote
+def train(config):
+    model = Net().cuda()
+    ...
+```
+
+## Use instead
+```python
+@ray.remote(num_gpus=1)
+def train(config):
+    model = Net().cuda()
+    ...
+```
+Use a fraction (`num_gpus=0.5`) to pack several small models on one GPU.
+
+## Fix safety
+The fix adds `num_gpus=1` to the decorator (or the `ray.remote(...)` call). It is unsafe:
+the task then waits for a free GPU, so it will not start on a cluster without GPUs, and a
+task that used several GPUs needs a larger number.
+
+## References
+- [Accelerator support](https://docs.ray.io/en/latest/ray-core/scheduling/accelerators.html)
+- [Resources: GPU isolation](https://docs.ray.io/en/latest/ray-core/scheduling/resources.html)
+"""
+
+    VALID = [
+        Valid("import ray\n@ray.remote(num_gpus=1)\ndef f(m):\n    return m.cuda()\n", "requests a GPU"),
+        Valid("import ray\n@ray.remote(num_gpus=0.25)\nclass A:\n    def __init__(self):\n        self.m = Net().to('cuda')\n", "fractional GPU"),
+        Valid("import ray\n@ray.remote\ndef f(m):\n    return m.cuda()\n\nref = f.options(num_gpus=1).remote(m)\n", "GPU requested at the call site"),
+        Valid("import ray\n@ray.remote(num_gpus=n)\ndef f(m):\n    return m.cuda()\n", "GPU count from a variable: unknown"),
+        Valid("import ray\n@ray.remote(**opts)\ndef f(m):\n    return m.cuda()\n", "options from a dict: unknown"),
+        Valid("import ray\nimport torch\n@ray.remote\ndef f():\n    return torch.cuda.is_available(), torch.cuda.device_count()\n", "only probes"),
+        Valid(
+            "import ray\nimport torch\n@ray.remote\ndef f(m):\n    if torch.cuda.is_available():\n        m = m.cuda()\n    return m\n",
+            "GPU use with a CPU fallback",
+        ),
+        Valid(
+            "import ray\nimport torch\n@ray.remote\ndef f(m):\n    device = 'cuda' if torch.cuda.is_available() else 'cpu'\n    return m.to(device)\n",
+            "device chosen at run time",
+        ),
+        Valid("import ray\n@ray.remote\ndef f(m, x):\n    return m.to('cpu')(x.to(device='cpu'))\n", "explicit CPU device"),
+        Valid(
+            "import ray\nfrom ray.train import ScalingConfig\nfrom ray.train.torch import TorchTrainer\n\n"
+            "def loop(config):\n    model = Net().cuda()\n\n"
+            "@ray.remote\ndef launch():\n    TorchTrainer(loop, scaling_config=ScalingConfig(use_gpu=True)).fit()\n",
+            "Ray Train schedules the GPU workers",
+        ),
+        Valid("import ray\n@ray.remote\ndef f():\n    def on_gpu(m):\n        return m.cuda()\n    return on_gpu\n", "nested function"),
+        Valid("import ray\n@ray.remote(resources={'GPU': 1})\ndef f(m):\n    return m.cuda()\n", "GPU as a custom resource"),
+    ]
+    INVALID = [
+        Invalid(
+            "import ray\n\n@ray.remote\ndef f(m):\n    return m.cuda()\n",
+            3,
+            fixed="import ray\n\n@ray.remote(num_gpus=1)\ndef f(m):\n    return m.cuda()\n",
+        ),
+        Invalid(
+            "import ray\n@ray.remote(num_cpus=2)\nclass Model:\n    def __init__(self):\n        self.net = Net().to('cuda:0')\n",
+            2,
+            fixed="import ray\n@ray.remote(num_cpus=2, num_gpus=1)\nclass Model:\n    def __init__(self):\n        self.net = Net().to('cuda:0')\n",
+        ),
+        Invalid(
+            "import ray\nimport torch\n\ndef f(x):\n    return torch.ones(3, device='cuda') + x\n\ng = ray.remote(f)\n",
+            7,
+            fixed="import ray\nimport torch\n\ndef f(x):\n    return torch.ones(3, device='cuda') + x\n\ng = ray.remote(num_gpus=1)(f)\n",
+        ),
+        Invalid("import ray\nimport torch\n@ray.remote\ndef f():\n    torch.cuda.synchronize()\n", 3, fixed="import ray\nimport torch\n@ray.remote(num_gpus=1)\ndef f():\n    torch.cuda.synchronize()\n"),
+        Invalid("import ray\nimport cupy as cp\n@ray.remote\ndef f(x):\n    return cp.asarray(x).sum()\n", 3, fixed="import ray\nimport cupy as cp\n@ray.remote(num_gpus=1)\ndef f(x):\n    return cp.asarray(x).sum()\n"),
+        Invalid(
+            "import ray\nimport tensorflow as tf\n@ray.remote(num_gpus=0)\ndef f(x):\n    with tf.device('/GPU:0'):\n        return x * 2\n",
+            3,
+            fixed="import ray\nimport tensorflow as tf\n@ray.remote(num_gpus=1)\ndef f(x):\n    with tf.device('/GPU:0'):\n        return x * 2\n",
+        ),
+        Invalid(
+            "import ray\nimport jax\n@ray.remote\nclass Sim:\n    def run(self, x):\n        return jax.device_put(x, jax.devices('gpu')[0])\n",
+            3,
+            fixed="import ray\nimport jax\n@ray.remote(num_gpus=1)\nclass Sim:\n    def run(self, x):\n        return jax.device_put(x, jax.devices('gpu')[0])\n",
+        ),
+        Invalid(
+            "import ray\nimport torch\n@ray.remote\ndef f(x):\n    return torch.device('cuda')\n\nf.options(num_cpus=2).remote(1)\n",
+            3,
+            fixed="import ray\nimport torch\n@ray.remote(num_gpus=1)\ndef f(x):\n    return torch.device('cuda')\n\nf.options(num_cpus=2).remote(1)\n",
+        ),
+        Invalid(
+            "import ray\nfrom numba import cuda\n@ray.remote\ndef f(x):\n    return cuda.to_device(x)\n\nf.options(num_gpus=0).remote(1)\n",
+            3,
+        ),
+    ]
+
+    def check(self, ctx: Context) -> None:
+        model = ctx.model
+        for remote in model.remote_defs:
+            if model.gpu_request(remote) != "none":
+                continue
+            marker = next(self._gpu_uses(model, remote), None)
+            if marker is None:
+                continue
+            line = model.position(marker).start.line
+            what = "actor" if remote.kind == "actor" else "task"
+            message = (
+                f"{what} `{remote.name}` uses a GPU (`{ctx.snippet(marker, 40)}` on line {line}) but does not "
+                "request `num_gpus`: Ray does not schedule it on a GPU and does not isolate it, so it sees every "
+                "GPU of its node and contends with the tasks that requested them"
+            )
+            ctx.report(remote.declared_at, message, self._fix(ctx, remote))
+
+    def _gpu_uses(self, model: SemanticModel, remote: RemoteDef) -> Iterator[cst.Call]:
+        """Calls in the body that use a GPU, skipping code under a condition about GPUs, nested
+        functions, and calls that hand GPU settings to Ray Train or Ray Data."""
+        for function in model.remote_functions(remote):
+            stack: list[cst.CSTNode] = [function.node.body]
+            while stack:
+                node = stack.pop()
+                if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+                    continue
+                if isinstance(node, (cst.If, cst.IfExp, cst.While)) and _mentions_gpu(node.test):
+                    continue
+                if isinstance(node, cst.Call):
+                    if any(arg.keyword is not None and arg.keyword.value in DELEGATING_KEYWORDS for arg in node.args):
+                        continue
+                    if _uses_gpu(model, node):
+                        yield node
+                stack.extend(reversed(list(child_nodes(node))))
+
+    def _fix(self, ctx: Context, remote: RemoteDef) -> FixPlan | None:
+        """`num_gpus=1` in the decorator or `ray.remote(...)` call, unless some `.options` sets it to 0."""
+        if any(True for options in remote.call_options if "num_gpus" in options.values):
+            return None
+        declared = remote.declared_at
+        expr = declared.decorator if isinstance(declared, cst.Decorator) else declared
+        if not isinstance(expr, cst.Call):  # `@ray.remote`
+            return _plan(expr, f"{ctx.code_for(expr)}(num_gpus=1)")
+        if any(arg.keyword is None for arg in expr.args):  # `ray.remote(f)`
+            return _plan(expr.func, f"{ctx.code_for(expr.func)}(num_gpus=1)")
+        if "num_gpus" in remote.options.values:
+            return _plan(remote.options.values["num_gpus"], "1")
+        one = cst.Arg(
+            value=cst.Integer("1"),
+            keyword=cst.Name("num_gpus"),
+            equal=cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")),
+        )
+        return _plan(expr, ctx.code_for(expr.with_changes(args=[*expr.args, one])))
+
+
+def _plan(node: cst.CSTNode, text: str) -> FixPlan:
+    return FixPlan("Request one GPU: `num_gpus=1`", ((node, text),), Applicability.UNSAFE)
+
+
+def _uses_gpu(model: SemanticModel, call: cst.Call) -> bool:
+    func = call.func
+    if isinstance(func, cst.Attribute) and func.attr.value == "cuda":
+        return True
+    first = call.args[0].value if call.args and call.args[0].keyword is None else None
+    if isinstance(func, cst.Attribute) and func.attr.value == "to" and _is_cuda(first):
+        return True
+    if any(arg.keyword is not None and arg.keyword.value == "device" and _is_cuda(arg.value) for arg in call.args):
+        return True
+    site = model.call_site(call)
+    name = model.call_name(site) if site is not None else None
+    if name is None:
+        return False
+    if name.startswith("torch.cuda."):
+        return name.split(".")[2] not in PROBES
+    if name.startswith(("cupy.", "numba.cuda.")) or name == "cupy":
+        return True
+    text = (literal_string(first) or "").lower()
+    if name == "torch.device":
+        return text.startswith("cuda")
+    if name == "tensorflow.device":
+        return "gpu" in text
+    if name == "jax.devices":
+        return text in ("gpu", "cuda")
+    return False
+
+
+def _is_cuda(expr: cst.BaseExpression | None) -> bool:
+    return (literal_string(expr) or "").lower().startswith("cuda")
+
+
+def _mentions_gpu(test: cst.BaseExpression) -> bool:
+    """A condition about GPUs (`torch.cuda.is_available()`, `use_gpu`, `device == "cuda"`): the code
+    under it has a CPU path."""
+    stack: list[cst.CSTNode] = [test]
+    while stack:
+        node = stack.pop()
+        text = None
+        if isinstance(node, cst.Name):
+            text = node.value
+        elif isinstance(node, cst.Attribute):
+            text = node.attr.value
+        elif isinstance(node, cst.SimpleString):
+            text = literal_string(node)
+        if text is not None and any(word in text.lower() for word in GPU_WORDS):
+            return True
+        stack.extend(child_nodes(node))
+    return False
+

