@@ -39,7 +39,7 @@ def file_error(message: str, line: int = 1, column: int = 1) -> Diagnostic:
 
 
 def needs_parse(text: str, rules: list[Rule]) -> bool:
-    return any(token in text for rule in rules for token in rule.needed_tokens())
+    return any(rule.wants(text) for rule in rules)
 
 
 def lint_text(text: str, rules: list[Rule]) -> list[Diagnostic]:
@@ -48,8 +48,8 @@ def lint_text(text: str, rules: list[Rule]) -> list[Diagnostic]:
     if not needs_parse(text, rules):  # the cheap check first: most files in a tree never mention Ray
         return []
     suppression = noqa.file_suppression(text)
-    active = [rule for rule in rules if not noqa.file_suppresses(suppression, rule.code)]
-    if not needs_parse(text, active):
+    active = [rule for rule in rules if not noqa.file_suppresses(suppression, rule.code) and rule.wants(text)]
+    if not active:
         return []
     report_file_errors = any(rule.code == FILE_ERROR_CODE for rule in active)
     diagnostics = [

@@ -260,6 +260,7 @@ class RemoteDef:
     options: RemoteOptions
     call_options: list[RemoteOptions] = field(default_factory=list)
     cls: ClassInfo | None = None
+    escapes: bool = False  # handed by name to other code, which may set options this module does not show
 
     @property
     def name(self) -> str:
@@ -273,7 +274,7 @@ class RemoteDef:
 
     @property
     def options_unknowable(self) -> bool:
-        return any(o.has_unpacked for o in (self.options, *self.call_options))
+        return self.escapes or any(o.has_unpacked for o in (self.options, *self.call_options))
 
     @property
     def is_async_actor(self) -> bool:
@@ -465,7 +466,28 @@ class SemanticModel:
                 named = self.remote_def_of(func.value, site.scope, site.index)
                 if named is not None:
                     named.call_options.append(RemoteOptions.from_call(site.node))
+        self._mark_escapes({id(call) for call, _ in applications})
         return self._remotes
+
+    def _mark_escapes(self, applying_calls: set[int]) -> None:
+        """Flag remote functions and actor classes passed by name to other calls (a worker-group
+        factory, `map_batches`, a trainer): that code may set their options, so they are unknowable."""
+        names = {remote.name for remote in self.remote_defs} | {
+            name for scope in self.scopes for name, bindings in scope.bindings.items()
+            if any(b.kind == "assign" and isinstance(b.value, cst.Call) and id(b.value) in self._remote_by_node for b in bindings)
+        }
+        for site in self.calls:
+            if id(site.node) in applying_calls or id(site.node.func) in applying_calls:
+                continue
+            for arg in site.node.args:
+                handled: set[int] = set()  # `X.remote(...)`, `X.options(...)`: uses, not hand-overs
+                for node in iter_subtree(arg.value, into_functions=False):
+                    if isinstance(node, cst.Attribute) and node.attr.value in ("remote", "options", "bind"):
+                        handled.add(id(node.value))
+                    elif isinstance(node, cst.Name) and node.value in names and id(node) not in handled:
+                        remote = self.remote_def_of(node, site.scope, site.index)
+                        if remote is not None:
+                            remote.escapes = True
 
     def _make_remote(
         self, target: cst.FunctionDef | cst.ClassDef, declared_at: cst.CSTNode, options: RemoteOptions

@@ -127,6 +127,7 @@ class Rule:
     preview: ClassVar[bool] = False
     fixable: ClassVar[bool] = False
     tokens: ClassVar[tuple[str, ...]] = ()  # a file with none of these is not parsed for this rule
+    also_tokens: ClassVar[tuple[str, ...]] = ()  # when set, the file needs one of these as well
     docs: ClassVar[str]
     options: ClassVar[tuple[Option, ...]] = ()
     VALID: ClassVar[list[Valid]] = []
@@ -142,6 +143,12 @@ class Rule:
     def needed_tokens(self) -> tuple[str, ...]:
         """Tokens for the pre-filter; a rule whose options add names may widen them."""
         return self.tokens
+
+    def wants(self, text: str) -> bool:
+        """The pre-filter: whether a file's text can hold anything for this rule, before parsing it."""
+        if not any(token in text for token in self.needed_tokens()):
+            return False
+        return not self.also_tokens or any(token in text for token in self.also_tokens)
 
     @classmethod
     def summary(cls) -> dict[str, Any]:

@@ -110,19 +110,29 @@ There is no automatic fix: the right value depends on how many CPUs the tasks re
             return
         driver_share = self._smallest_share(model)
         for node, key, value, scope, at in self._environ_writes(model):
-            self._judge(ctx, node, key, value, scope, at, driver_share)
+            self._judge(ctx, node, key, value, scope, at, driver_share, "every Ray worker started from here")
         for site in model.calls:
             for arg in site.node.args:
                 if arg.keyword is None or arg.keyword.value not in ("runtime_env", "env_vars"):
                     continue
-                share = driver_share if model.call_name(site) == "ray.init" else _call_share(site)
+                is_init = model.call_name(site) == "ray.init"
+                share = driver_share if is_init else _call_share(site)
+                reach = "every worker of this cluster" if is_init else "every worker that runs this task or actor"
                 for element in self._env_vars(model, site, arg):
-                    key = literal_string(element.key)
-                    if key is not None:
-                        self._judge(ctx, element.key, key, element.value, site.scope, site.index, share)
+                    variable = literal_string(element.key)
+                    if variable is not None:
+                        self._judge(ctx, element.key, variable, element.value, site.scope, site.index, share, reach)
 
     def _judge(
-        self, ctx: Context, node: cst.CSTNode, key: str, value: cst.BaseExpression, scope: Scope, at: int, share: float
+        self,
+        ctx: Context,
+        node: cst.CSTNode,
+        key: str,
+        value: cst.BaseExpression,
+        scope: Scope,
+        at: int,
+        share: float,
+        reach: str,
     ) -> None:
         if key not in THREAD_VARIABLES:
             return
@@ -132,7 +142,7 @@ There is no automatic fix: the right value depends on how many CPUs the tasks re
         shown = "the number of cores" if count == ALL_CORES else f"{count:g}"
         ctx.report(
             node,
-            f"`{key}` set to {shown} reaches every Ray worker, and Ray sets `OMP_NUM_THREADS` to a task's `num_cpus` "
+            f"`{key}` set to {shown} reaches {reach}, and Ray sets `OMP_NUM_THREADS` to a task's `num_cpus` "
             "only when it is unset (never `MKL_`/`OPENBLAS_NUM_THREADS`): with one worker per CPU the node's cores are "
             "oversubscribed; leave it unset or 1, or request a matching `num_cpus`",
         )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import cache
+
 from ray_lint.diagnostics import Severity
 from ray_lint.engine import FILE_ERROR_CODE, FILE_ERROR_NAME
 from ray_lint.rule import Context, Invalid, Rule, Valid, all_rules
@@ -45,9 +47,14 @@ There is no fix.
     VALID = [Valid("import ray\nref = f.remote(1)\n"), Valid("print('no Ray here'\n", "not parsed: nothing for the rules")]
     INVALID = [Invalid("import ray\nref = f.remote(\n", 2), Invalid("import ray\nfor x in xs\n    f.remote(x)\n", 2)]
 
-    def needed_tokens(self) -> tuple[str, ...]:
-        """Parse the files the other rules would parse, so that RAY000 alone still reports their syntax errors."""
-        return tuple(token for rule in all_rules() if rule is not FileError for token in rule.tokens)
+    def wants(self, text: str) -> bool:
+        """The files the other rules would parse, so that RAY000 alone still reports their syntax errors."""
+        return any(rule.wants(text) for rule in _other_rules())
 
     def check(self, ctx: Context) -> None:
         """The engine reports file errors before and around the rules; there is nothing to do here."""
+
+
+@cache
+def _other_rules() -> tuple[Rule, ...]:
+    return tuple(rule() for rule in all_rules() if rule is not FileError)

@@ -21,6 +21,10 @@ from ray_lint.model import (
 from ray_lint.rule import Context, FixPlan, Invalid, Option, Rule, Valid
 
 
+# Actor methods that exist to block: waiting on them one at a time is the point (a lock, a barrier).
+SYNCHRONIZATION_METHODS = frozenset({"acquire", "release", "lock", "unlock", "wait", "barrier", "notify", "notify_all", "signal"})
+
+
 class GetInLoop(Rule):
     code = "RAY001"
     name = "get-in-loop"
@@ -55,7 +59,9 @@ ray-lint stays silent when the loop cannot be parallel or is already right:
 - the ref came from `ray.wait`, from a list built before the loop, or from an earlier
   iteration (pipelining);
 - the `ray.get` is in the loop's iterable (`for v in ray.get(refs)`), which runs once;
-- the loop always exits in its first iteration.
+- the loop always exits in its first iteration;
+- the call is to an actor method that exists to block (`lock.acquire.remote()`, `release`,
+  `wait`, `barrier`, `notify`): a critical section or a barrier is sequential on purpose.
 
 It also follows one level of helper: a loop that calls a module-level function of the same
 file which submits a task and waits for it (outside any loop of its own) is reported at the
@@ -117,6 +123,11 @@ nowhere else.
             "pipelining: the ref was submitted in the previous iteration",
         ),
         Valid("import ray\nfor x in xs:\n    return ray.get(f.remote(x))\n", "the loop exits in its first iteration"),
+        Valid(
+            "import ray\nwhile True:\n    ray.get(lock.acquire.remote())\n    try:\n        work()\n"
+            "    finally:\n        ray.get(lock.release.remote())\n",
+            "a distributed lock: blocking is the point",
+        ),
         Valid(
             "import ray\nnext_ref = f.remote(0)\nfor i in range(1, n):\n    ref = next_ref\n    next_ref = f.remote(i)\n"
             "    print(ray.get(ref))\n",
@@ -213,6 +224,8 @@ nowhere else.
         if found is None:
             return
         submission, producer, origin = found
+        if submission.kind == "actor-method" and submission.method in SYNCHRONIZATION_METHODS:
+            return
         created_in = origin.binding.loop if origin.binding is not None else producer.loop
         loop = model.common_loop(get.loop, created_in)
         if loop is None or _exits_first_iteration(loop):
@@ -362,9 +375,9 @@ def _waited_before(model: SemanticModel, get: CallSite, producer: CallSite) -> b
         timeout = next((arg.value for arg in wait.node.args if arg.keyword and arg.keyword.value == "timeout"), None)
         if timeout is None or (isinstance(timeout, cst.Name) and timeout.value == "None"):
             continue
-        if producer.index < wait.index < get.index and wait.scope is get.scope:
-            if any(names_read(arg.value) & names for arg in wait.node.args):
-                return True
+        between = producer.index < wait.index < get.index and wait.scope is get.scope
+        if between and any(names_read(arg.value) & names for arg in wait.node.args):
+            return True
     return False
 
 

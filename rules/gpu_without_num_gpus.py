@@ -25,6 +25,7 @@ class GpuWithoutNumGpus(Rule):
     category = "resource"
     fixable = True
     tokens = (".remote", "@remote")
+    also_tokens = ("cuda", "cupy", "gpu", "GPU")
     docs = """
 ## What it does
 Finds a remote function or actor class whose code uses a GPU directly (`.cuda()`,
@@ -45,7 +46,8 @@ a GPU. Without it:
 - Ray also counts the node's GPUs as free and packs more GPU tasks on it.
 
 ray-lint says nothing when the GPU request cannot be known statically: `num_gpus` given
-through a variable or `**options`, or at any `.options(num_gpus=...)` call in the module.
+through a variable or `**options`, at any `.options(num_gpus=...)` call in the module, or
+by other code the task or actor class is handed to (`WorkerGroup(cls=Worker)`).
 It also ignores code that only probes (`torch.cuda.is_available()`), GPU code under a
 condition that mentions CUDA or GPUs (there is a CPU path), device strings chosen at run time,
 and nested functions, which may be handed to Ray Train or Ray Data with their own GPU settings.
@@ -101,6 +103,11 @@ task that used several GPUs needs a larger number.
         ),
         Valid("import ray\n@ray.remote\ndef f():\n    def on_gpu(m):\n        return m.cuda()\n    return on_gpu\n", "nested function"),
         Valid("import ray\n@ray.remote(resources={'GPU': 1})\ndef f(m):\n    return m.cuda()\n", "GPU as a custom resource"),
+        Valid(
+            "import ray\n@ray.remote\nclass Worker:\n    def run(self):\n        return torch.ones(4, device='cuda')\n\n"
+            "group = WorkerGroup(RayClassWithInitArgs(cls=Worker), resource_pool)\n",
+            "the class is handed to code that sets its options (a worker-group factory)",
+        ),
     ]
     INVALID = [
         Invalid(
@@ -153,7 +160,7 @@ task that used several GPUs needs a larger number.
             what = "actor" if remote.kind == "actor" else "task"
             message = (
                 f"{what} `{remote.name}` uses a GPU (`{ctx.snippet(marker, 40)}` on line {line}) but does not "
-                "request `num_gpus`: Ray does not schedule it on a GPU and does not isolate it, so it sees every "
+                "request `num_gpus`: Ray (2.60) does not schedule it on a GPU and does not isolate it, so it sees every "
                 "GPU of its node and contends with the tasks that requested them"
             )
             ctx.report(remote.declared_at, message, self._fix(ctx, remote))

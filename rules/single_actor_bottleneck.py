@@ -222,15 +222,17 @@ def _stored_values(expr: cst.BaseExpression) -> list[cst.BaseExpression]:
 
 def _name_collected(model: SemanticModel, name: str, site: CallSite, loop: Loop) -> bool:
     """`ref = h.m.remote(x)` followed, in the same iteration, by `refs.append(ref)` or `refs[k] = ref`."""
+    def later_in_iteration(index: int) -> bool:
+        return index > site.index and loop.contains_index(index)
+
     for other in [*model.calls_by_tail.get("append", ()), *model.calls_by_tail.get("add", ())]:
-        if other.index > site.index and loop.contains_index(other.index):
-            if any(isinstance(value, cst.Name) and value.value == name for value in _stored_values(other.node)):
-                return True
-    for store in model.stores:
-        if store.index > site.index and loop.contains_index(store.index) and isinstance(store.value, cst.Name):
-            if store.value.value == name:
-                return True
-    return False
+        stored = _stored_values(other.node)
+        if later_in_iteration(other.index) and any(isinstance(v, cst.Name) and v.value == name for v in stored):
+            return True
+    return any(
+        later_in_iteration(store.index) and isinstance(store.value, cst.Name) and store.value.value == name
+        for store in model.stores
+    )
 
 
 def _runs_once(loop: Loop) -> bool:
@@ -240,8 +242,7 @@ def _runs_once(loop: Loop) -> bool:
     iterable = loop.node.iter
     if isinstance(iterable, (cst.List, cst.Tuple)):
         return len(iterable.elements) < 2
-    if isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Name) and iterable.func.value == "range":
-        if len(iterable.args) == 1:
-            count = literal_number(iterable.args[0].value)
-            return count is not None and count < 2
-    return False
+    if not (isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Name) and iterable.func.value == "range"):
+        return False
+    count = literal_number(iterable.args[0].value) if len(iterable.args) == 1 else None
+    return count is not None and count < 2

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Union
-
 import libcst as cst
 
 from ray_lint.diagnostics import Severity
 from ray_lint.model import ALL_CORES, CallSite, RemoteDef, SemanticModel, literal_number
 from ray_lint.rule import Context, Invalid, Rule, Valid
 
-Count = Union[float, None]  # a number of threads, ALL_CORES, or None when unknown
+Count = float | None  # a number of threads, ALL_CORES, or None when unknown
 
 # Functions that set a thread count: qualified name -> (position, keyword) of the count argument.
 THREAD_SETTERS: dict[str, tuple[int, str]] = {
@@ -41,6 +39,7 @@ class ThreadOversubscription(Rule):
     severity = Severity.WARNING
     category = "perf"
     tokens = (".remote", "@remote")
+    also_tokens = ("n_jobs", "set_num_threads", "set_num_interop_threads", "setNumThreads", "threadpool_limits", "Pool", "cv2")
     docs = """
 ## What it does
 Finds code inside a remote function or actor that raises a thread or process count past the
@@ -111,6 +110,7 @@ cluster.
             "nested function: may run elsewhere",
         ),
         Valid("import ray\nimport torch\n@ray.remote\ndef f():\n    torch.set_num_threads(4)\n\nf.options(num_cpus=4).remote()\n", "CPUs requested at the call site"),
+        Valid("import ray\nimport torch\n@ray.remote\ndef f():\n    torch.set_num_threads(4)\n\nlaunch(f, cpus=4)\n", "handed to code that may set its options"),
     ]
     INVALID = [
         Invalid("import ray\nfrom sklearn.ensemble import RandomForestClassifier\n@ray.remote\ndef f(X, y):\n    return RandomForestClassifier(n_jobs=-1).fit(X, y)\n", 5),

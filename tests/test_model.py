@@ -203,3 +203,86 @@ def test_loop_results_see_carried_values_guards_exits_and_polling() -> None:
     assert results.exits_on_result and results.polls
     (loop,) = model.loops
     assert model.loop_results(loop) is results  # computed once per loop
+
+
+def test_requests_of_remote_code() -> None:
+    model = model_of(
+        "import ray\n"
+        "@ray.remote\ndef default(): pass\n"
+        "@ray.remote(num_cpus=2, num_gpus=0)\ndef two(): pass\n"
+        "two.options(num_cpus=4).remote()\n"
+        "@ray.remote(num_cpus=n)\ndef variable(): pass\n"
+        "@ray.remote(resources={'GPU': 1})\ndef custom(): pass\n"
+        "@ray.remote\ndef handed(): pass\n"
+        "launch(handed)\n"
+        "handed.remote()\n"
+        "@ray.remote\ndef used(): pass\n"
+        "refs = [used.remote(), used.options(num_gpus=0.5).remote()]\n"
+    )
+    remotes = {r.name: r for r in model.remote_defs}
+    shares = {name: model.cpu_share(r) for name, r in remotes.items()}
+    assert shares == {"default": 1.0, "two": 4.0, "variable": None, "custom": 1.0, "handed": None, "used": 1.0}
+    gpus = {name: model.gpu_request(r) for name, r in remotes.items()}
+    assert gpus == {
+        "default": "none", "two": "none", "variable": "none", "custom": "requested", "handed": "unknown", "used": "requested",
+    }
+
+
+def test_remote_of_scope_covers_bodies_and_comprehensions_not_nested_functions() -> None:
+    model = model_of(
+        "import ray\n"
+        "@ray.remote\nclass A:\n    def m(self, xs):\n        return [g(x) for x in xs]\n"
+        "@ray.remote\ndef t():\n    def inner():\n        h()\n    k()\n"
+        "def plain():\n    p()\n"
+    )
+    owners = {}
+    for site in model.calls:
+        owner = model.remote_of_scope(site.scope)
+        owners[code(model, site.node.func)] = owner[0].name if owner else None
+    assert owners == {"g": "A", "h": None, "k": "t", "p": None}
+
+
+@pytest.mark.parametrize(
+    "body, stateful",
+    [
+        ("    def m(self, x):\n        return self.model(x)\n", False),
+        ("    def m(self, x):\n        return self.cache.get(x)\n", False),
+        ("    def m(self, x):\n        self.n += 1\n", True),
+        ("    def m(self, x):\n        self.seen[x] = 1\n", True),
+        ("    def m(self, x):\n        del self.tmp\n", True),
+        ("    def m(self, x):\n        self.buf.append(x)\n", True),
+        ("    def m(self, x):\n        buf = self.buf\n        buf.extend(x)\n", True),
+        ("    def m(self, x):\n        return self.env.step(x)\n", True),
+        ("    def m(self, x):\n        self._save(x)\n    def _save(self, x):\n        self.last = x\n", True),
+        ("    def m(self, x):\n        self._peek(x)\n    def _peek(self, x):\n        return self.last\n", False),
+        ("    def m(self, x):\n        global TOTAL\n        TOTAL += x\n", True),
+        ("    def m(self, x):\n        def cb():\n            self.done = True\n        return cb\n", True),
+        ("    def m(self, x):\n        return self.m(x - 1) if x else 0\n", False),
+    ],
+)
+def test_mutates_state(body: str, stateful: bool) -> None:
+    model = model_of("import ray\n@ray.remote\nclass A:\n" + body)
+    (actor,) = model.remote_defs
+    assert actor.cls is not None
+    method = model.method(actor.cls, "m")
+    assert method is not None
+    assert model.mutates_state(method) is stateful
+
+
+def test_stores_record_attribute_and_subscript_writes() -> None:
+    model = model_of("import os\nos.environ['A'] = '1'\nself.x += 2\ndel d[k]\na.b, c = pair\nx = 1\n")
+    assert [(code(model, s.target), s.kind, s.value is not None) for s in model.stores] == [
+        ("os.environ['A']", "assign", True),
+        ("self.x", "augassign", True),
+        ("d[k]", "del", False),
+        ("a.b", "assign", False),
+    ]
+
+
+def test_is_cpu_count() -> None:
+    model = model_of(
+        "import os\nimport multiprocessing as mp\n"
+        "a(os.cpu_count())\na(mp.cpu_count())\na(str(os.cpu_count()))\na(os.cpu_count() or 1)\na(8)\na(count())\n"
+    )
+    sites = [s for s in model.calls if code(model, s.node.func) == "a"]
+    assert [model.is_cpu_count(s.node.args[0].value, s.scope, s.index) for s in sites] == [True, True, True, True, False, False]
