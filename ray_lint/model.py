@@ -49,6 +49,8 @@ _FIELD_ORDER: dict[type, tuple[str, ...]] = {
 }
 _fields_cache: dict[type, tuple[str, ...]] = {}
 
+TIMERS = ("time.time", "time.perf_counter", "time.monotonic", "time.time_ns", "time.perf_counter_ns", "time.monotonic_ns")
+_EXITS = (cst.Break, cst.Return, cst.Raise)
 ALL_CORES = math.inf  # a thread count that means "one per core of the node"
 CPU_COUNT_FUNCTIONS = frozenset({"os.cpu_count", "multiprocessing.cpu_count", "psutil.cpu_count", "joblib.cpu_count"})
 
@@ -782,6 +784,68 @@ class SemanticModel:
             loop = loop.parent
         return None
 
+    def names_bound_in(self, loop: Loop) -> set[str]:
+        """Names the loop binds in its body or target: what can change from one iteration to the next."""
+        return {
+            name
+            for scope in self.scopes
+            if scope is loop.scope or (scope.kind == "comprehension" and scope_within(scope, loop.scope))
+            for name, bindings in scope.bindings.items()
+            if any(loop.contains_index(b.index) or (b.kind == "loop-target" and b.loop is loop) for b in bindings)
+        }
+
+    def sequential_by_design(self, loop: Loop, waiting: CallSite) -> bool:
+        """Whether a loop waits for one call at a time on purpose: it always exits in its first
+        iteration, or right after the wait; it retries until an attempt succeeds (`try: ...; break`);
+        it runs forever with no exit (a consumer: there is no "all" to submit first); it times each
+        iteration (a benchmark); or it polls, or decides whether to go on, from the results it fetches."""
+        if not isinstance(loop.node, (cst.For, cst.While)):
+            return False
+        body = block_statements(loop.node.body)
+        if any(isinstance(s, _EXITS) for s in body):
+            return True
+        if any(isinstance(s, cst.Try) and any(isinstance(t, _EXITS) for t in block_statements(s.body)) for s in body):
+            return True
+        if waiting.statement is not None and _exits_after(loop.node.body, waiting.statement, inside_loop=False):
+            return True
+        if isinstance(loop.node, cst.While) and _is_true(loop.node.test) and not _has_exit(loop.node.body):
+            return True
+        timers = [site.index for name in TIMERS for site in self.calls_to(name) if loop.contains_index(site.index)]
+        if any(i < waiting.index for i in timers) and any(i > waiting.index for i in timers):
+            return True
+        facts = self.loop_results(loop)
+        return facts.exits_on_result or facts.polls
+
+    def repeats_discarded_call(self, loop: Loop, get: CallSite, call: cst.Call) -> bool:
+        """`for _ in range(5): ray.get(f.remote(x))`: the loop makes the same call again and again (no
+        argument or receiver changes between iterations) and throws each result away, as warm-ups, stress tests
+        and retries do; there is no batch of different work to spread out."""
+        statement = get.statement
+        value = statement.value if isinstance(statement, cst.Expr) else None
+        if isinstance(value, COMPREHENSIONS) and not isinstance(value, cst.DictComp):
+            value = value.elt  # `[ray.get(f.remote()) for _ in range(5)]` as a statement
+        if value is not get.node:
+            return False
+        inputs = set().union(names_read(call.func), *(names_read(arg.value) for arg in call.args))
+        return not inputs & self.names_bound_in(loop)
+
+    def single_actor(self, submission: Submission, loop: Loop) -> RemoteDef | None:
+        """The actor when every call a loop makes through `submission` goes to one actor that runs
+        them one at a time: a plain name bound outside the loop to a handle of a synchronous,
+        unthreaded actor class defined in this module."""
+        actor, handle = submission.remote, submission.handle
+        if submission.kind != "actor-method" or actor is None or actor.cls is None or not isinstance(handle, cst.Name):
+            return None
+        if actor.is_async_actor or actor.is_threaded_actor:
+            return None
+        site = self.call_site(submission.call)
+        if site is None:
+            return None
+        binding = self.reaching_binding(handle.value, site.scope, site.index)
+        if binding is None or loop.encloses(binding.loop) or binding.kind == "loop-target":
+            return None
+        return actor
+
     def carried_names(self, loop: Loop, names: set[str], at: int) -> set[str]:
         """Of `names` read at event `at` inside `loop`, those whose value there comes from the previous
         iteration: bound later in the body, and not earlier in the same iteration."""
@@ -816,6 +880,47 @@ class SemanticModel:
             wrapper = MetadataWrapper(self.module, unsafe_skip_copy=True)
             self._positions = dict(wrapper.resolve(PositionProvider))
         return self._positions[node]
+
+
+def _exits_after(block: cst.CSTNode, target: cst.CSTNode, inside_loop: bool) -> bool:
+    """Whether some block on the way from `block` down to the statement `target` leaves the loop right
+    after the statement that holds it (a `break`, or a `return` or `raise`, that always follows)."""
+    statements = block_statements(block)
+    for position, statement in enumerate(statements):
+        if statement is not target and not any(node is target for node in iter_subtree(statement, into_functions=False)):
+            continue
+        exits = (cst.Return, cst.Raise) if inside_loop else _EXITS
+        if any(isinstance(after, exits) for after in statements[position + 1 :]):
+            return True
+        if statement is target:
+            return False
+        nested = inside_loop or isinstance(statement, (cst.For, cst.While))
+        return any(
+            _exits_after(child, target, nested)
+            for child in child_nodes(statement)
+            if isinstance(child, (cst.BaseSuite, cst.ExceptHandler, cst.Else, cst.Finally, cst.If))
+        )
+    return False
+
+
+def _has_exit(block: cst.CSTNode) -> bool:
+    """A `break`, `return` or `raise` anywhere in the loop's own body (not in nested loops or functions)."""
+    stack = list(block_statements(block))
+    while stack:
+        node = stack.pop()
+        if isinstance(node, _EXITS):
+            return True
+        if isinstance(node, (cst.For, cst.While, cst.FunctionDef, cst.ClassDef)):
+            nested = iter_subtree(node.body, into_functions=False) if isinstance(node, (cst.For, cst.While)) else ()
+            if any(isinstance(inner, (cst.Return, cst.Raise)) for inner in nested):
+                return True
+            continue
+        stack.extend(child_nodes(node))
+    return False
+
+
+def _is_true(test: cst.BaseExpression) -> bool:
+    return (isinstance(test, cst.Name) and test.value == "True") or literal_number(test) == 1
 
 
 def scope_within(scope: Scope | None, ancestor: Scope) -> bool:

@@ -61,7 +61,14 @@ ray-lint stays silent when the loop cannot be parallel or is already right:
 - the `ray.get` is in the loop's iterable (`for v in ray.get(refs)`), which runs once;
 - the loop always exits in its first iteration;
 - the call is to an actor method that exists to block (`lock.acquire.remote()`, `release`,
-  `wait`, `barrier`, `notify`): a critical section or a barrier is sequential on purpose.
+  `wait`, `barrier`, `notify`): a critical section or a barrier is sequential on purpose;
+- the loop leaves right after the get, retries until an attempt succeeds (`try: ...; break`),
+  runs forever with no exit (a consumer: there is no "all" to submit first), or times each
+  iteration (`time.perf_counter()` before and after: a benchmark);
+- the loop repeats one identical call and throws the result away (a warm-up);
+- every call goes to one actor created outside the loop: the actor runs them one at a time
+  whatever the driver does, so batching the gets gains nothing. RAY010 reports that case when
+  the calls are independent.
 
 It also follows one level of helper: a loop that calls a module-level function of the same
 file which submits a task and waits for it (outside any loop of its own) is reported at the
@@ -124,6 +131,25 @@ nowhere else.
         ),
         Valid("import ray\nfor x in xs:\n    return ray.get(f.remote(x))\n", "the loop exits in its first iteration"),
         Valid(
+            "import ray\nwhile True:\n    try:\n        print(ray.get(actor.read.remote()))\n        break\n"
+            "    except ray.exceptions.RayActorError:\n        actor = Reader.remote()\n",
+            "retry until an attempt succeeds",
+        ),
+        Valid(
+            "import ray\nimport time\nfor size in sizes:\n    start = time.perf_counter()\n    ray.get(work.remote(size))\n"
+            "    print(size, time.perf_counter() - start)\n",
+            "a benchmark timing each call",
+        ),
+        Valid("import ray\nwhile True:\n    item = ray.get(queue.get.remote())\n    handle(item)\n", "an endless consumer loop"),
+        Valid("import ray\nfor _ in range(5):\n    ray.get(actor.echo.remote('hello'))\n", "a warm-up: one call repeated"),
+        Valid("import ray\n[ray.get(counter.increment.remote()) for _ in range(5)]\n", "one call repeated, results thrown away"),
+        Valid("import ray\nimport time\nwhile True:\n    stats = ray.get(monitor.stats.remote())\n    print(stats)\n    time.sleep(5)\n", "a monitoring loop"),
+        Valid(
+            "import ray\n@ray.remote\nclass Counter:\n    def add(self, x):\n        self.n += x\n        return self.n\n\n"
+            "c = Counter.remote()\nfor x in xs:\n    print(ray.get(c.add.remote(x)))\n",
+            "one stateful actor: its calls are sequential whatever the driver does",
+        ),
+        Valid(
             "import ray\nwhile True:\n    ray.get(lock.acquire.remote())\n    try:\n        work()\n"
             "    finally:\n        ray.get(lock.release.remote())\n",
             "a distributed lock: blocking is the point",
@@ -183,6 +209,12 @@ nowhere else.
             fixed="import ray\nseen = set(ray.get([f.remote(x) for x in xs]))\n",
         ),
         Invalid("import ray\nfor x in xs:\n    ref = f.remote(x)\n    print(ray.get(ref))\n", 4),
+        Invalid(
+            "import ray\n[ray.get(actors[i].ping.remote()) for i in range(n)]\n",
+            2,
+            fixed="import ray\nray.get([actors[i].ping.remote() for i in range(n)])\n",
+            note="a different actor each time",
+        ),
         Invalid("import ray\nfor x in xs:\n    ref = f.remote(x)\n    ray.wait([ref])\n    print(ray.get(ref))\n", 5, note="wait without a timeout blocks too"),
         Invalid(
             "import ray\nout = []\nfor x in xs:\n    ref = f.remote(x)\n    out.append(ray.get(ref))\n",
@@ -228,7 +260,9 @@ nowhere else.
             return
         created_in = origin.binding.loop if origin.binding is not None else producer.loop
         loop = model.common_loop(get.loop, created_in)
-        if loop is None or _exits_first_iteration(loop):
+        if loop is None or model.single_actor(submission, loop) is not None:
+            return  # one actor runs the calls one at a time anyway: RAY010's concern, not the get's
+        if model.sequential_by_design(loop, get) or model.repeats_discarded_call(loop, get, submission.call):
             return
         facts = model.loop_results(loop, get_functions, helpers)
         if self._is_sequential(model, loop, facts, submission.call, submission.handle, producer.index, get.node):
@@ -236,8 +270,6 @@ nowhere else.
         if _waited_before(model, get, producer):
             return
         message = self.message + "; submit them all first and call `ray.get` once after the loop"
-        if submission.kind == "actor-method":
-            message += " (calls to one actor also queue behind each other: see RAY010)"
         ctx.report(get.node, message, self._fix(ctx, get, loop, submission.call))
 
     def _submitted_ref(self, model: SemanticModel, get: CallSite) -> tuple[Submission, CallSite, RefOrigin] | None:
@@ -280,7 +312,7 @@ nowhere else.
             if site.loop is None or not isinstance(site.node.func, cst.Name) or scope_within(site.scope, info.scope):
                 continue
             binding = model.reaching_binding(name, site.scope, site.index)
-            if binding is None or binding.node is not info.node or _exits_first_iteration(site.loop):
+            if binding is None or binding.node is not info.node or model.sequential_by_design(site.loop, site):
                 continue
             facts = model.loop_results(site.loop, get_functions, helpers)
             if self._is_sequential(model, site.loop, facts, site.node, None, site.index, site.node):
@@ -387,10 +419,5 @@ def _occurrences(model: SemanticModel, site: CallSite, name: str) -> int:
     return sum(1 for node in iter_subtree(scope.node) if isinstance(node, cst.Name) and node.value == name)
 
 
-def _exits_first_iteration(loop: Loop) -> bool:
-    """A loop whose body always leaves at the first pass (a top-level break, return or raise)."""
-    if not isinstance(loop.node, (cst.For, cst.While)):
-        return False
-    return any(isinstance(s, (cst.Break, cst.Return, cst.Raise)) for s in block_statements(loop.node.body))
 
 

@@ -23,8 +23,8 @@ class SingleActorBottleneck(Rule):
     docs = """
 ## What it does
 Finds a loop or comprehension that sends many calls of one method to a single actor handle
-created outside the loop and collects the results, when the method keeps no state between
-calls: it does not assign, delete or mutate anything reached from `self` (directly or through
+created outside the loop and wants the results (it collects the refs or fetches each with
+`ray.get`), when the method keeps no state between calls: it does not assign, delete or mutate anything reached from `self` (directly or through
 other methods it calls on `self`).
 
 ## Why is this bad?
@@ -38,9 +38,11 @@ ray-lint is silent when the serialization is the point or does not happen: the m
 the actor's state (counters, buffers, caches, an environment or optimizer `step`), the actor is
 async or threaded (`max_concurrency`, concurrency groups), it holds a GPU (one device, one
 model), it is a named or detached service, the calls go to different actors (`actors[i % n]`,
-`ray.util.ActorPool`), the handle is created in the loop, or the results are not collected
-(fire-and-forget calls such as logging). A `ray.get` of each call inside the loop is reported
-by RAY001 instead.
+`ray.util.ActorPool`), the handle is created in the loop, the results are not wanted
+(fire-and-forget calls such as logging), or the loop repeats one identical call and throws the
+result away (a warm-up). When the calls are fetched one by one with `ray.get` in the loop, this
+rule reports them rather than RAY001: batching the gets would not help, since the actor runs the
+calls one at a time anyway.
 
 ## Example
 ```python
@@ -68,6 +70,11 @@ There is no automatic fix: how many actors to run depends on their memory and th
 """
 
     VALID = [
+        Valid(
+            "import ray\n@ray.remote\nclass M:\n    def ping(self):\n        return 'ok'\n\nm = M.remote()\nfor _ in range(5):\n"
+            "    ray.get(m.ping.remote())\n",
+            "a warm-up",
+        ),
         Valid(
             "import ray\n@ray.remote\nclass Counter:\n    def add(self, x):\n        self.total += x\n        return self.total\n\n"
             "c = Counter.remote()\nrefs = [c.add.remote(x) for x in xs]\n",
@@ -111,6 +118,12 @@ There is no automatic fix: how many actors to run depends on their memory and th
         ),
     ]
     INVALID = [
+        Invalid(
+            "import ray\n@ray.remote\nclass M:\n    def predict(self, x):\n        return x\n\nm = M.remote()\n"
+            "for x in xs:\n    print(ray.get(m.predict.remote(x)))\n",
+            9,
+            note="fetched one by one: RAY010, not RAY001",
+        ),
         Invalid(
             "import ray\n@ray.remote\nclass M:\n    def predict(self, x):\n        return self.model(x)\n\nm = M.remote()\nrefs = [m.predict.remote(x) for x in xs]\n",
             8,
@@ -160,34 +173,47 @@ There is no automatic fix: how many actors to run depends on their memory and th
             submission = model.submission(site.node)
             if submission is None or submission.kind != "actor-method" or submission.remote is None:
                 continue
-            actor, handle = submission.remote, submission.handle
-            if not isinstance(handle, cst.Name) or actor.cls is None or not submission.method:
-                continue
-            binding = model.reaching_binding(handle.value, site.scope, site.index)
-            if binding is None or site.loop.encloses(binding.loop) or _runs_once(site.loop):
+            actor, handle = model.single_actor(submission, site.loop), submission.handle
+            if actor is None or actor.cls is None or not isinstance(handle, cst.Name) or not submission.method:
                 continue
             method = model.method(actor.cls, submission.method)
-            if method is None or not self._serializes(model, actor) or model.mutates_state(method):
+            if _runs_once(site.loop) or method is None or not self._serializes(model, actor) or model.mutates_state(method):
                 continue
-            if not _collected(model, site, site.loop):
+            fetch = _fetch_in_iteration(model, site)
+            if fetch is not None:
+                if model.sequential_by_design(site.loop, fetch) or model.repeats_discarded_call(site.loop, fetch, site.node):
+                    continue
+            elif not _collected(model, site, site.loop):
                 continue
             ctx.report(
                 site.node,
                 f"every call of `{submission.method}` in this loop goes to the one `{actor.name}` actor "
-                f"`{handle.value}`, which runs them one at a time, and `{submission.method}` keeps no state between "
-                "calls: spread them over several actors (`ray.util.ActorPool`) or make it a task",
+                f"`{handle.value}`, which runs them one at a time, and `{submission.method}` keeps no state between calls: "
+                "spread them over several actors (`ray.util.ActorPool`) or make it a task",
             )
 
     def _serializes(self, model: SemanticModel, actor: RemoteDef) -> bool:
-        """A plain synchronous actor that is not a deliberate one-of-a-kind (GPU holder, named service)."""
-        if actor.is_async_actor or actor.is_threaded_actor or model.gpu_request(actor) != "none":
+        """Not a deliberate one-of-a-kind actor (a GPU holder, a named service)."""
+        if model.gpu_request(actor) != "none":
             return False
         return not any(any(True for _ in actor.option_values(name)) for name in SINGLETON_OPTIONS)
 
 
+def _fetch_in_iteration(model: SemanticModel, site: CallSite) -> CallSite | None:
+    """The `ray.get` that waits for this call's ref in the same iteration (directly or through a name)."""
+    assert site.loop is not None
+    for get in model.calls_to("ray.get"):
+        if not get.node.args or not site.loop.contains_index(get.index):
+            continue
+        origin = model.ref_origin(get.node.args[0].value, get.scope, get.index)
+        if origin is not None and origin.producer is site.node:
+            return get
+    return None
+
+
 def _collected(model: SemanticModel, site: CallSite, loop: Loop) -> bool:
     """Whether the loop keeps the ref: a comprehension element, `refs.append(ref)`, `refs[k] = ref`,
-    `refs += [ref]`, a dict key, or a name that one of those stores in the same iteration."""
+    `refs += [ref]`, a dict key, directly or through a name in the same iteration."""
     call = site.node
     node = loop.node
     if isinstance(node, COMPREHENSIONS):

@@ -227,5 +227,5 @@ def rollouts_for(worker, weights: np.ndarray, seeds: list[int]) -> list[float]:
     checker = RolloutWorker.remote("CartPole-v1", 200)
     scores = []
     for seed in seeds:
-        scores.append(ray.get(checker.rollout.remote(weights, seed)))  # expect: RAY001
+        scores.append(ray.get(checker.rollout.remote(weights, seed)))  # expect: RAY010 (fetched one by one, but one actor would serialize them anyway)
     return ray.get(refs) + scores
