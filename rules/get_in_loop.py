@@ -141,6 +141,10 @@ nowhere else.
             "a benchmark timing each call",
         ),
         Valid("import ray\nwhile True:\n    item = ray.get(queue.get.remote())\n    handle(item)\n", "an endless consumer loop"),
+        Valid(
+            "import ray\nfor x in xs:\n    if x.ready:\n        print(ray.get(f.remote(x)))\n        break\n",
+            "the loop leaves right after the get",
+        ),
         Valid("import ray\nfor _ in range(5):\n    ray.get(actor.echo.remote('hello'))\n", "a warm-up: one call repeated"),
         Valid("import ray\n[ray.get(counter.increment.remote()) for _ in range(5)]\n", "one call repeated, results thrown away"),
         Valid("import ray\nimport time\nwhile True:\n    stats = ray.get(monitor.stats.remote())\n    print(stats)\n    time.sleep(5)\n", "a monitoring loop"),

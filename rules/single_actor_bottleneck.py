@@ -76,6 +76,12 @@ There is no automatic fix: how many actors to run depends on their memory and th
             "a warm-up",
         ),
         Valid(
+            "import ray\n@ray.remote\nclass M:\n    def read(self):\n        return 1\n\nm = M.remote()\nwhile True:\n"
+            "    try:\n        value = ray.get(m.read.remote())\n        break\n    except ray.exceptions.RayActorError:\n"
+            "        m = M.remote()\n",
+            "a retry loop",
+        ),
+        Valid(
             "import ray\n@ray.remote\nclass Counter:\n    def add(self, x):\n        self.total += x\n        return self.total\n\n"
             "c = Counter.remote()\nrefs = [c.add.remote(x) for x in xs]\n",
             "the method keeps a running total",
