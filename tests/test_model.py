@@ -286,3 +286,45 @@ def test_is_cpu_count() -> None:
     )
     sites = [s for s in model.calls if code(model, s.node.func) == "a"]
     assert [model.is_cpu_count(s.node.args[0].value, s.scope, s.index) for s in sites] == [True, True, True, True, False, False]
+
+
+@pytest.mark.parametrize(
+    "loop_source, by_design",
+    [
+        ("for x in xs:\n    v = ray.get(f.remote(x))\n", False),
+        ("for x in xs:\n    v = ray.get(f.remote(x))\n    break\n", True),
+        ("for x in xs:\n    if x:\n        v = ray.get(f.remote(x))\n        return v\n    log(x)\n", True),
+        ("for x in xs:\n    for y in x:\n        v = ray.get(f.remote(y))\n        break\n", False),
+        ("while True:\n    try:\n        v = ray.get(f.remote())\n        break\n    except E:\n        pass\n", True),
+        ("while True:\n    v = ray.get(f.remote())\n    use(v)\n", True),
+        ("while True:\n    v = ray.get(f.remote(i))\n    i += 1\n    if i > 9:\n        break\n", False),
+        ("for n in sizes:\n    t = time.perf_counter()\n    ray.get(f.remote(n))\n    print(time.perf_counter() - t)\n", True),
+        ("for n in sizes:\n    ray.get(f.remote(n))\n    time.sleep(1)\n", True),
+    ],
+)
+def test_sequential_by_design(loop_source: str, by_design: bool) -> None:
+    model = model_of("import ray\nimport time\ndef main():\n" + "".join("    " + line + "\n" for line in loop_source.splitlines()))
+    (get,) = [site for site in model.calls_to("ray.get")]
+    loop = get.loop
+    while loop is not None and loop.parent is not None:
+        loop = loop.parent
+    assert loop is not None
+    assert model.sequential_by_design(loop, get) is by_design
+
+
+def test_single_actor_and_repeated_calls() -> None:
+    model = model_of(
+        "import ray\n@ray.remote\nclass A:\n    def m(self, x):\n        return x\n"
+        "a = A.remote()\nactors = [A.remote() for _ in range(3)]\n"
+        "for x in xs:\n    ray.get(a.m.remote(x))\n"
+        "for i in range(3):\n    ray.get(actors[i].m.remote(1))\n"
+        "for _ in range(3):\n    ray.get(a.m.remote(1))\n"
+    )
+    gets = model.calls_to("ray.get")
+    calls = [get.node.args[0].value for get in gets]
+    submissions = [model.submission(call) for call in calls]  # type: ignore[arg-type]
+    assert all(s is not None for s in submissions)
+    single = [model.single_actor(s, get.loop) is not None for s, get in zip(submissions, gets)]  # type: ignore[arg-type]
+    assert single == [True, False, True]
+    repeated = [model.repeats_discarded_call(get.loop, get, call) for get, call in zip(gets, calls)]  # type: ignore[arg-type]
+    assert repeated == [False, False, True]
