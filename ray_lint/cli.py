@@ -74,6 +74,28 @@ def build_parser() -> argparse.ArgumentParser:
     rule.add_argument("--all", action="store_true", help="list every rule")
     rule.add_argument("--output-format", choices=("text", "json"), default="text")
 
+    verify = commands.add_parser(
+        "verify",
+        help="run flagged code on a local Ray cluster and measure whether the slowdown is real (EXECUTES YOUR CODE)",
+        description=(
+            "Lint the paths, then for every finding of a rule with an experiment run the flagged code and its fixed "
+            "form on a Ray cluster and report whether the problem is real, with numbers. This EXECUTES the code in the "
+            "files (each run in its own process, with a time limit): only verify code you trust. ray-lint starts a "
+            "local cluster and stops it at the end; an inherited RAY_ADDRESS is ignored unless --address names it."
+        ),
+    )
+    verify.add_argument("paths", nargs="*", type=Path, metavar="PATH", help="files or directories (default: .)")
+    verify.add_argument("--config", type=Path, help="use this config file instead of the nearest one")
+    verify.add_argument("--isolated", action="store_true", help="ignore all config files")
+    verify.add_argument("--select", type=_codes, help="rules to verify (codes, prefixes or names)")
+    verify.add_argument("--num-cpus", type=int, help="CPUs of the local cluster (default: all cores)")
+    verify.add_argument("--address", help="run on this existing cluster instead of starting one")
+    verify.add_argument("--timeout", type=float, default=60.0, help="seconds each run may take (default: 60)")
+    verify.add_argument("--repeat", type=int, default=3, help="rounds of A B runs per finding (default: 3)")
+    verify.add_argument("--output-format", choices=("full", "json"), default="full")
+    verify.add_argument("--trace-dir", type=Path, help="write each variant's Chrome trace (Perfetto) here")
+    verify.add_argument("--color", choices=("auto", "always", "never"), default="auto")
+
     config = commands.add_parser("config", help="show the resolved configuration for a path")
     config.add_argument("path", nargs="?", type=Path, default=Path("."))
     config.add_argument("--config", type=Path)
@@ -252,6 +274,10 @@ def main(argv: list[str] | None = None, stdout: TextIO | None = None, stderr: Te
             return run_rule(args, stdout)
         if args.command == "config":
             return run_config(args, stdout)
+        if args.command == "verify":
+            from ray_lint.verify.cli import run_verify  # imports the verifier only when asked
+
+            return run_verify(args, _resolver(args), stdout, stderr)
         parser.print_help(stdout)
         return EXIT_ERROR
     except (ConfigError, UsageError) as error:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
+from typing import Any
 
 DOCS_BASE_URL = "https://github.com/ray-lint/ray-lint/blob/main/docs/rules"
 
@@ -59,6 +60,8 @@ class Diagnostic:
     end: Position
     fix: Fix | None = None
     noqa_line: int | None = None
+    # What the rule measured statically (loop counts, thread counts, options), for the verifier.
+    facts: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
 
     @property
     def url(self) -> str:

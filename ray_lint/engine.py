@@ -117,6 +117,7 @@ def _to_diagnostic(rule: Rule, report: Report, ctx: Context) -> Diagnostic:
         start=Position(span.start.line, span.start.column + 1),
         end=Position(span.end.line, span.end.column + 1),
         fix=ctx.fix(report.fix) if report.fix is not None else None,
+        facts=report.facts,
     )
 
 

@@ -784,6 +784,22 @@ class SemanticModel:
             loop = loop.parent
         return None
 
+    def literal_iterations(self, loop: Loop) -> int | None:
+        """How many times the loop runs, when the code says so: `range(k)` or a literal list or tuple."""
+        if isinstance(loop.node, cst.While):
+            return None
+        iterable = loop.node.iter if isinstance(loop.node, cst.For) else loop.node.for_in.iter
+        if isinstance(iterable, (cst.List, cst.Tuple, cst.Set)):
+            return len(iterable.elements)
+        if isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Name) and iterable.func.value == "range":
+            numbers = [literal_number(arg.value) for arg in iterable.args]
+            bounds = [int(n) for n in numbers if n is not None]
+            if len(bounds) == len(numbers) == 1:
+                return max(0, bounds[0])
+            if len(bounds) == len(numbers) == 2:
+                return max(0, bounds[1] - bounds[0])
+        return None
+
     def names_bound_in(self, loop: Loop) -> set[str]:
         """Names the loop binds in its body or target: what can change from one iteration to the next."""
         return {

@@ -8,12 +8,15 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cache
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import libcst as cst
 
 from ray_lint.diagnostics import Applicability, Edit, Fix, Position, Severity
 from ray_lint.model import SemanticModel
+
+if TYPE_CHECKING:
+    from ray_lint.verify.experiment import Experiment
 
 CODE_PATTERN = re.compile(r"RAY\d{3}")
 NAME_PATTERN = re.compile(r"[a-z][a-z0-9]*(-[a-z0-9]+)*")
@@ -68,6 +71,7 @@ class Report:
     node: cst.CSTNode
     message: str
     fix: FixPlan | None = None
+    facts: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -87,8 +91,11 @@ class Context:
     options: dict[str, Any]
     reports: list[Report] = field(default_factory=list)
 
-    def report(self, node: cst.CSTNode, message: str, fix: FixPlan | None = None) -> None:
-        self.reports.append(Report(node, message, fix))
+    def report(
+        self, node: cst.CSTNode, message: str, fix: FixPlan | None = None, facts: dict[str, Any] | None = None
+    ) -> None:
+        """Report `node`; `facts` are what the rule knows statically, for the rule's experiment."""
+        self.reports.append(Report(node, message, fix, facts or {}))
 
     def code_for(self, node: cst.CSTNode) -> str:
         return self.model.module.code_for_node(node)
@@ -130,6 +137,7 @@ class Rule:
     also_tokens: ClassVar[tuple[str, ...]] = ()  # when set, the file needs one of these as well
     docs: ClassVar[str]
     options: ClassVar[tuple[Option, ...]] = ()
+    experiment: ClassVar[Experiment | None] = None  # how `ray-lint verify` confirms a finding at run time
     VALID: ClassVar[list[Valid]] = []
     INVALID: ClassVar[list[Invalid]] = []
 

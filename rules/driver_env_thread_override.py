@@ -9,6 +9,7 @@ import libcst as cst
 from ray_lint.diagnostics import Severity
 from ray_lint.model import ALL_CORES, CallSite, Scope, SemanticModel, literal_number, literal_string
 from ray_lint.rule import Context, Invalid, Rule, Valid
+from ray_lint.verify.experiment import Experiment, Plan, Run, Subject, Variant, Verdict, script
 
 THREAD_VARIABLES = frozenset(
     {
@@ -18,6 +19,49 @@ THREAD_VARIABLES = frozenset(
 )
 
 
+ENV_PROBE = """
+@ray.remote{options}
+def probe():
+    return {{name: os.environ.get(name) for name in {variables!r}}}
+
+__ray_lint_evidence__ = ray.get(probe.remote())
+"""
+
+
+class DriverEnvThreadOverrideExperiment(Experiment):
+    """What a default task sees of the variable when it is set for the workers, next to Ray's own
+    default. The verifier's cluster already runs, so the setting is applied through `runtime_env`
+    (what `ray.init` after `os.environ[...] = ...` gives a local cluster's workers)."""
+
+    def plan(self, subject: Subject) -> Plan | str:
+        variable, value = subject.facts["variable"], subject.facts["value"]
+        shown = repr(str(value)) if value is not None else "str(os.cpu_count())"
+        variables = sorted({variable, "OMP_NUM_THREADS"})
+        options = f"(runtime_env={{'env_vars': {{{variable!r}: {shown}}}}})"
+        return Plan(
+            Variant(f"{variable} set", script(ENV_PROBE.format(options=options, variables=variables))),
+            Variant("Ray's default", script(ENV_PROBE.format(options="", variables=variables))),
+            "evidence",
+            f"a default task (num_cpus=1) with {variable}={value if value is not None else 'the core count'} for its worker",
+        )
+
+    def judge(self, subject: Subject, plan: Plan, a: list[Run], b: list[Run]) -> Verdict:
+        verdict = super().judge(subject, plan, a, b)
+        if verdict.status == "inconclusive" and verdict.ratio is None:
+            return verdict
+        verdict.ratio, verdict.same_results = None, None
+        variable = subject.facts["variable"]
+        seen, default = a[0].evidence, b[0].evidence
+        value = seen.get(variable)
+        numbers = f"with the setting the task saw {seen}; by default {default}"
+        if value is not None and value.isdigit() and int(value) > 1:
+            verdict.status = "confirmed"
+            verdict.summary = f"{variable}={value} reached a task that requested 1 CPU ({numbers})"
+        else:
+            verdict.status, verdict.summary = "not reproduced", numbers
+        return verdict
+
+
 class DriverEnvThreadOverride(Rule):
     code = "RAY042"
     name = "driver-env-thread-override"
@@ -25,6 +69,7 @@ class DriverEnvThreadOverride(Rule):
     severity = Severity.WARNING
     category = "perf"
     tokens = ("_THREADS",)
+    experiment = DriverEnvThreadOverrideExperiment()
     docs = """
 ## What it does
 In a module that uses Ray, finds `OMP_NUM_THREADS`, `MKL_NUM_THREADS`,
@@ -145,6 +190,7 @@ There is no automatic fix: the right value depends on how many CPUs the tasks re
             f"`{key}` set to {shown} reaches {reach}, and Ray sets `OMP_NUM_THREADS` to a task's `num_cpus` "
             "only when it is unset (never `MKL_`/`OPENBLAS_NUM_THREADS`): with one worker per CPU the node's cores are "
             "oversubscribed; leave it unset or 1, or request a matching `num_cpus`",
+            facts={"variable": key, "value": None if count == ALL_CORES else int(count)},
         )
 
     def _environ_writes(

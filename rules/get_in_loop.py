@@ -19,10 +19,47 @@ from ray_lint.model import (
     scope_within,
 )
 from ray_lint.rule import Context, FixPlan, Invalid, Option, Rule, Valid
+from ray_lint.verify.experiment import Experiment, Plan, Run, Subject, Variant, script, timed
 
 
 # Actor methods that exist to block: waiting on them one at a time is the point (a lock, a barrier).
 SYNCHRONIZATION_METHODS = frozenset({"acquire", "release", "lock", "unlock", "wait", "barrier", "notify", "notify_all", "signal"})
+
+
+class GetInLoopExperiment(Experiment):
+    """The user's script as written and fixed, timing the function that holds the get; or, when it
+    cannot run as is, the loop replayed with tasks of a known duration."""
+
+    TASK_SECONDS = 0.25
+    ASSUMED_ITERATIONS = 8
+
+    def plan(self, subject: Subject) -> Plan | str:
+        fixed = subject.fixed_text()
+        if fixed is not None and subject.has_entry_point():
+            return Plan(
+                Variant("as written", subject.instrumented(subject.text)),
+                Variant("fixed", subject.instrumented(fixed)),
+                "measured",
+                "the script's `__main__` block, timing the function that holds the get",
+            )
+        known = subject.facts.get("iterations")
+        count = known if known is not None else self.ASSUMED_ITERATIONS
+        shape = f"{count} iterations{'' if known is not None else ' (count not in the code: 8 assumed)'}, each a {self.TASK_SECONDS:g} s task"
+        task = f"@ray.remote\ndef task(i):\n    time.sleep({self.TASK_SECONDS})\n    return i\n\n"
+        return Plan(
+            Variant("get in the loop", script(task + timed(f"return [ray.get(task.remote(i)) for i in range({count})]"))),
+            Variant("one get after it", script(task + timed(f"return ray.get([task.remote(i) for i in range({count})])"))),
+            "modelled",
+            shape,
+        )
+
+    def why_not(self, subject: Subject, plan: Plan, a: list[Run], b: list[Run]) -> str:
+        known = subject.facts.get("iterations")
+        if known is not None and known < 2:
+            return f": the loop runs {known} time{'s' if known != 1 else ''}, so there is nothing to overlap"
+        if subject.cluster_cpus < 2:
+            return ": the cluster has one CPU, so the tasks cannot overlap"
+        return f": below the {self.threshold:.1f}× threshold (tasks this short may cost less than Ray's overhead)"
 
 
 class GetInLoop(Rule):
@@ -33,6 +70,7 @@ class GetInLoop(Rule):
     category = "perf"
     fixable = True
     tokens = (".remote(",)
+    experiment = GetInLoopExperiment()
     options = (
         Option(
             "extra-get-functions",
@@ -274,7 +312,8 @@ nowhere else.
         if _waited_before(model, get, producer):
             return
         message = self.message + "; submit them all first and call `ray.get` once after the loop"
-        ctx.report(get.node, message, self._fix(ctx, get, loop, submission.call))
+        known = {"iterations": model.literal_iterations(loop)}
+        ctx.report(get.node, message, self._fix(ctx, get, loop, submission.call), known)
 
     def _submitted_ref(self, model: SemanticModel, get: CallSite) -> tuple[Submission, CallSite, RefOrigin] | None:
         """The submission whose ref the get waits for, when the module shows one."""
@@ -326,6 +365,7 @@ nowhere else.
                 site.node,
                 f"`{name}()` submits a task and waits for it with `ray.get` (line {line}), so calling it in this loop "
                 "runs the tasks one at a time; have it return the ref and call `ray.get` once after the loop",
+                facts={"iterations": model.literal_iterations(site.loop)},
             )
 
     def _is_sequential(

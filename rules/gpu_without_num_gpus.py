@@ -9,12 +9,57 @@ import libcst as cst
 from ray_lint.diagnostics import Applicability, Severity
 from ray_lint.model import RemoteDef, SemanticModel, child_nodes, literal_string
 from ray_lint.rule import Context, FixPlan, Invalid, Rule, Valid
+from ray_lint.verify.experiment import Experiment, Plan, Run, Subject, Variant, Verdict, script
 
 # `torch.cuda` functions that only ask whether a GPU is there.
 PROBES = frozenset({"is_available", "device_count", "is_initialized"})
 # Keywords that hand GPU settings to Ray Train or Ray Data, which schedule the GPU work themselves.
 DELEGATING_KEYWORDS = frozenset({"num_gpus", "use_gpu", "resources_per_worker", "accelerator_type"})
 GPU_WORDS = ("cuda", "gpu")
+
+
+GPU_PROBE = """
+@ray.remote{options}
+def probe():
+    return {{"CUDA_VISIBLE_DEVICES": os.environ.get("CUDA_VISIBLE_DEVICES"), "gpu_ids": [str(g) for g in ray.get_gpu_ids()]}}
+
+__ray_lint_evidence__ = ray.get(probe.remote())
+"""
+
+
+class GpuWithoutNumGpusExperiment(Experiment):
+    """What a task sees of the node's GPUs without `num_gpus` and with it. On a machine without GPUs
+    the verifier's cluster has logical ones, which is enough to show Ray's isolation (or its absence)."""
+
+    def plan(self, subject: Subject) -> Plan | str:
+        if subject.cluster_gpus < 1:
+            return "the cluster has no GPUs, real or logical: run on one that has (--address)"
+        return Plan(
+            Variant("no num_gpus", script(GPU_PROBE.format(options=""))),
+            Variant("num_gpus=1", script(GPU_PROBE.format(options="(num_gpus=1)"))),
+            "evidence",
+            "a task's CUDA_VISIBLE_DEVICES and ray.get_gpu_ids(), without and with num_gpus",
+        )
+
+    def judge(self, subject: Subject, plan: Plan, a: list[Run], b: list[Run]) -> Verdict:
+        verdict = super().judge(subject, plan, a, b)
+        if verdict.status == "inconclusive" and verdict.ratio is None:
+            return verdict
+        without, with_gpu = a[0].evidence, b[0].evidence
+        verdict.ratio, verdict.same_results = None, None
+        seen = without["CUDA_VISIBLE_DEVICES"]
+        isolated = with_gpu["gpu_ids"] and with_gpu["CUDA_VISIBLE_DEVICES"] == ",".join(with_gpu["gpu_ids"])
+        numbers = (
+            f"without num_gpus: ray.get_gpu_ids()={without['gpu_ids']}, CUDA_VISIBLE_DEVICES={seen!r}; "
+            f"with num_gpus=1: {with_gpu['gpu_ids']}, {with_gpu['CUDA_VISIBLE_DEVICES']!r}"
+        )
+        if not without["gpu_ids"] and isolated and seen not in ("", None):
+            verdict.status = "confirmed"
+            verdict.summary = f"the task gets no GPU from Ray yet sees {seen!r}, every GPU of the node ({numbers})"
+        else:
+            verdict.status = "not reproduced"
+            verdict.summary = f"this Ray hides the GPUs from a task that requests none ({numbers})"
+        return verdict
 
 
 class GpuWithoutNumGpus(Rule):
@@ -26,6 +71,7 @@ class GpuWithoutNumGpus(Rule):
     fixable = True
     tokens = (".remote", "@remote")
     also_tokens = ("cuda", "cupy", "gpu", "GPU")
+    experiment = GpuWithoutNumGpusExperiment()
     docs = """
 ## What it does
 Finds a remote function or actor class whose code uses a GPU directly (`.cuda()`,

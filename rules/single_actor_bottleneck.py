@@ -5,12 +5,40 @@ from __future__ import annotations
 import libcst as cst
 
 from ray_lint.diagnostics import Severity
-from ray_lint.model import COMPREHENSIONS, CallSite, Loop, RemoteDef, SemanticModel, literal_number
+from ray_lint.model import COMPREHENSIONS, CallSite, Loop, RemoteDef, SemanticModel
 from ray_lint.rule import Context, Invalid, Rule, Valid
+from ray_lint.verify.experiment import Experiment, Plan, Subject, Variant, script, timed
 
 COLLECTING_METHODS = frozenset({"append", "appendleft", "add", "put", "put_nowait", "insert"})
 # Options that make an actor a deliberate singleton: a named or detached service.
 SINGLETON_OPTIONS = ("name", "lifetime", "get_if_exists")
+
+
+class SingleActorBottleneckExperiment(Experiment):
+    """The calls replayed on one actor and spread over one actor per CPU: RAY010 has no fix to apply,
+    so this is the comparison its docs recommend, with calls of a known duration."""
+
+    CALL_SECONDS = 0.25
+    ASSUMED_CALLS = 8
+
+    def plan(self, subject: Subject) -> Plan | str:
+        known = subject.facts.get("iterations")
+        calls = known if known is not None else self.ASSUMED_CALLS
+        actors = max(2, int(subject.cluster_cpus))
+        worker = (
+            "@ray.remote\nclass Worker:\n    def work(self, i):\n        time.sleep(%s)\n        return i\n\n" % self.CALL_SECONDS
+        )
+        one = worker + "handles = [Worker.remote()]\n"
+        many = worker + f"handles = [Worker.remote() for _ in range({actors})]\n"
+        ready = "ray.get([h.work.remote(-1) for h in handles])  # actors up before the clock starts\n"
+        body = f"return ray.get([handles[i % len(handles)].work.remote(i) for i in range({calls})])"
+        shape = f"{calls} calls{'' if known is not None else ' (count not in the code: 8 assumed)'} of {self.CALL_SECONDS:g} s"
+        return Plan(
+            Variant("one actor", script(one + ready + timed(body))),
+            Variant(f"{actors} actors", script(many + ready + timed(body))),
+            "modelled",
+            shape,
+        )
 
 
 class SingleActorBottleneck(Rule):
@@ -20,6 +48,7 @@ class SingleActorBottleneck(Rule):
     severity = Severity.WARNING
     category = "perf"
     tokens = (".remote(",)
+    experiment = SingleActorBottleneckExperiment()
     docs = """
 ## What it does
 Finds a loop or comprehension that sends many calls of one method to a single actor handle
@@ -183,7 +212,8 @@ There is no automatic fix: how many actors to run depends on their memory and th
             if actor is None or actor.cls is None or not isinstance(handle, cst.Name) or not submission.method:
                 continue
             method = model.method(actor.cls, submission.method)
-            if _runs_once(site.loop) or method is None or not self._serializes(model, actor) or model.mutates_state(method):
+            iterations = model.literal_iterations(site.loop)
+            if (iterations is not None and iterations < 2) or method is None or not self._serializes(model, actor) or model.mutates_state(method):
                 continue
             fetch = _fetch_in_iteration(model, site)
             if fetch is not None:
@@ -196,6 +226,7 @@ There is no automatic fix: how many actors to run depends on their memory and th
                 f"every call of `{submission.method}` in this loop goes to the one `{actor.name}` actor "
                 f"`{handle.value}`, which runs them one at a time, and `{submission.method}` keeps no state between calls: "
                 "spread them over several actors (`ray.util.ActorPool`) or make it a task",
+                facts={"iterations": iterations, "actor": actor.name, "method": submission.method},
             )
 
     def _serializes(self, model: SemanticModel, actor: RemoteDef) -> bool:
@@ -265,16 +296,3 @@ def _name_collected(model: SemanticModel, name: str, site: CallSite, loop: Loop)
         later_in_iteration(store.index) and isinstance(store.value, cst.Name) and store.value.value == name
         for store in model.stores
     )
-
-
-def _runs_once(loop: Loop) -> bool:
-    """`for x in range(1)` or a literal of one element."""
-    if not isinstance(loop.node, cst.For):
-        return False
-    iterable = loop.node.iter
-    if isinstance(iterable, (cst.List, cst.Tuple)):
-        return len(iterable.elements) < 2
-    if not (isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Name) and iterable.func.value == "range"):
-        return False
-    count = literal_number(iterable.args[0].value) if len(iterable.args) == 1 else None
-    return count is not None and count < 2

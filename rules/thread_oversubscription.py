@@ -5,8 +5,9 @@ from __future__ import annotations
 import libcst as cst
 
 from ray_lint.diagnostics import Severity
-from ray_lint.model import ALL_CORES, CallSite, RemoteDef, SemanticModel, literal_number
+from ray_lint.model import ALL_CORES, CallSite, RemoteDef, SemanticModel, literal_number, names_read
 from ray_lint.rule import Context, Invalid, Rule, Valid
+from ray_lint.verify.experiment import Experiment, Plan, Run, Subject, Variant, Verdict, script
 
 Count = float | None  # a number of threads, ALL_CORES, or None when unknown
 
@@ -32,6 +33,92 @@ THREAD_POOLS: dict[str, tuple[int, str]] = {
 }
 
 
+THREAD_PROBE = """
+import sys
+
+
+def thread_counts(value=None):
+    # Thread pools as the libraries themselves report them.
+    counts = {{}}
+    modules = sys.modules
+    if "torch" in modules:
+        counts["torch.get_num_threads()"] = modules["torch"].get_num_threads()
+        counts["torch.get_num_interop_threads()"] = modules["torch"].get_num_interop_threads()
+    if "numba" in modules:
+        counts["numba.get_num_threads()"] = modules["numba"].get_num_threads()
+    if "cv2" in modules:
+        counts["cv2.getNumThreads()"] = modules["cv2"].getNumThreads()
+    if "threadpoolctl" in modules:
+        counts["threadpoolctl"] = sum(p["num_threads"] for p in modules["threadpoolctl"].threadpool_info())
+    for attribute in ("_processes", "_max_workers"):
+        if isinstance(getattr(value, attribute, None), int):
+            counts["pool size"] = getattr(value, attribute)
+    return counts
+
+
+@ray.remote(num_cpus={num_cpus})
+def probe():
+{imports}
+    value, extra = None, {{}}
+{action}
+    counts = {{**thread_counts(value), **extra}}
+    for close in ("terminate", "shutdown"):
+        if callable(getattr(value, close, None)):
+            getattr(value, close)()
+    return {{"num_cpus": {num_cpus}, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS"), "counts": counts}}
+
+__ray_lint_evidence__ = ray.get(probe.remote())
+"""
+
+
+class ThreadOversubscriptionExperiment(Experiment):
+    """Run the flagged call inside a task with the task's `num_cpus`, and read the thread pools the
+    libraries report, next to the same task without the call (Ray's defaults)."""
+
+    def plan(self, subject: Subject) -> Plan | str:
+        facts = subject.facts
+        needed = {"cv2"} if facts.get("opencv") else names_read(cst.parse_expression(facts["n_jobs"] or facts["call"]))
+        imports = "\n".join(
+            "    " + cst.Module([]).code_for_node(statement).strip()
+            for statement in cst.parse_module(subject.text).body
+            if isinstance(statement, cst.SimpleStatementLine)
+            and all(isinstance(small, (cst.Import, cst.ImportFrom)) for small in statement.body)
+            and _binds(statement) & needed
+        ) or "    pass"
+        if facts.get("opencv"):
+            action = "    import cv2"
+        elif facts.get("n_jobs") is not None:
+            action = f"    import joblib\n    extra['joblib.effective_n_jobs()'] = joblib.effective_n_jobs({facts['n_jobs']})"
+        else:
+            action = f"    value = {facts['call']}"
+        flagged = THREAD_PROBE.format(num_cpus=facts["num_cpus"], imports=imports, action=action)
+        baseline = THREAD_PROBE.format(num_cpus=facts["num_cpus"], imports=imports, action="    pass")
+        return Plan(
+            Variant("with the call", script(flagged)),
+            Variant("Ray's defaults", script(baseline)),
+            "evidence",
+            f"the flagged call run in a task with num_cpus={facts['num_cpus']:g}, thread pools read back",
+        )
+
+    def judge(self, subject: Subject, plan: Plan, a: list[Run], b: list[Run]) -> Verdict:
+        verdict = super().judge(subject, plan, a, b)
+        if verdict.status == "inconclusive" and verdict.ratio is None:
+            return verdict
+        verdict.ratio, verdict.same_results = None, None
+        flagged, default = a[0].evidence, b[0].evidence
+        num_cpus = flagged["num_cpus"]
+        counts = flagged["counts"]
+        if not counts:
+            verdict.status = "inconclusive"
+            verdict.summary = "no library here reports its thread count (torch, numba, cv2, threadpoolctl, joblib)"
+            return verdict
+        largest = max(counts.values())
+        numbers = f"{counts} in a task with num_cpus={num_cpus:g} (Ray's defaults: {default['counts'] or 'no pools'}, OMP_NUM_THREADS={default['OMP_NUM_THREADS']})"
+        verdict.status = "confirmed" if largest > num_cpus else "not reproduced"
+        verdict.summary = numbers
+        return verdict
+
+
 class ThreadOversubscription(Rule):
     code = "RAY041"
     name = "thread-oversubscription"
@@ -39,6 +126,7 @@ class ThreadOversubscription(Rule):
     severity = Severity.WARNING
     category = "perf"
     tokens = (".remote", "@remote")
+    experiment = ThreadOversubscriptionExperiment()
     also_tokens = ("n_jobs", "set_num_threads", "set_num_interop_threads", "setNumThreads", "threadpool_limits", "Pool", "cv2")
     docs = """
 ## What it does
@@ -140,7 +228,13 @@ cluster.
             name = model.call_name(site)
             count = self._count(model, site, name)
             if count is not None and count > share:
-                ctx.report(site.node, self._message(ctx, site, remote, count, share))
+                n_jobs = next((a.value for a in site.node.args if a.keyword and a.keyword.value == "n_jobs"), None)
+                facts = {
+                    "num_cpus": share,
+                    "call": ctx.code_for(site.node),
+                    "n_jobs": ctx.code_for(n_jobs) if n_jobs is not None else None,
+                }
+                ctx.report(site.node, self._message(ctx, site, remote, count, share), facts=facts)
             elif name is not None and name.startswith("cv2.") and not has_cv2_threads and id(remote) not in warned_cv2:
                 warned_cv2.add(id(remote))
                 ctx.report(
@@ -148,6 +242,7 @@ cluster.
                     f"OpenCV in {_kind(remote)} `{remote.name}` starts a thread per core in every worker (it ignores "
                     "`OMP_NUM_THREADS`, which Ray sets to the task's CPUs); call `cv2.setNumThreads(1)` (or the "
                     "task's `num_cpus`) in the task first",
+                    facts={"num_cpus": share, "call": None, "n_jobs": None, "opencv": True},
                 )
 
     def _count(self, model: SemanticModel, site: CallSite, name: str | None) -> Count:
@@ -186,6 +281,18 @@ cluster.
             f"{share:g} CPU{'s' if share != 1 else ''}: workers on a node then oversubscribe its cores; request "
             "`num_cpus` to match, or use fewer threads"
         )
+
+
+def _binds(statement: cst.SimpleStatementLine) -> set[str]:
+    """The names an import line binds."""
+    names = set()
+    for small in statement.body:
+        if isinstance(small, (cst.Import, cst.ImportFrom)) and not isinstance(small.names, cst.ImportStar):
+            for alias in small.names:
+                bound = alias.asname.name if alias.asname is not None else alias.name
+                text = cst.Module([]).code_for_node(bound)
+                names.add(text.split(".")[0])
+    return names
 
 
 def _argument(call: cst.Call, position: int, keyword: str) -> cst.BaseExpression | None:

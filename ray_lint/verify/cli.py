@@ -1,0 +1,87 @@
+"""`ray-lint verify`: starts the cluster, shows progress, prints the verdicts. No experiment logic here."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import TextIO
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from ray_lint.config import Resolver
+from ray_lint.verify.experiment import Verdict
+
+EXIT_OK, EXIT_CONFIRMED, EXIT_ERROR = 0, 1, 2
+STYLES = {"confirmed": "bold red", "not reproduced": "green", "inconclusive": "yellow"}
+
+
+def run_verify(args: argparse.Namespace, resolver: Resolver, stdout: TextIO, stderr: TextIO) -> int:
+    err = Console(file=stderr, force_terminal={"always": True, "never": False}.get(args.color), highlight=False)
+    if args.repeat < 1 or args.timeout <= 0:
+        err.print("ray-lint: error: --repeat must be at least 1 and --timeout positive")
+        return EXIT_ERROR
+    try:
+        import psutil  # noqa: F401  (the cluster's clean-up needs it)
+        import ray  # noqa: F401
+    except ImportError:
+        err.print("ray-lint: error: `ray-lint verify` needs Ray: pip install 'ray-lint[verify]'")
+        return EXIT_ERROR
+    from ray_lint.verify.cluster import Cluster
+    from ray_lint.verify.runner import verify
+
+    err.print("[bold]ray-lint verify runs the flagged code and its fixed form; this executes the code in these files.[/]")
+    with err.status("starting a local Ray cluster" if args.address is None else f"connecting to {args.address}"):
+        cluster = Cluster.start(args.num_cpus, args.address)
+    try:
+        where = "local cluster" if cluster.owned else f"cluster at {args.address}"
+        gpus = f", {cluster.num_gpus:g} {'logical ' if cluster.gpus_are_logical else ''}GPUs" if cluster.num_gpus else ""
+        err.print(f"{where}: {cluster.num_cpus:g} CPUs{gpus}")
+        with Progress(
+            TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+            console=err, transient=True,
+        ) as progress:
+            bar = progress.add_task("experiments", total=None)
+
+            def advance(path: str, total: int) -> None:
+                progress.update(bar, total=total, advance=1, description=Path(path).name)
+
+            verdicts = verify(args.paths or [Path(".")], resolver, cluster, args.repeat, args.timeout, advance, args.trace_dir)
+    finally:
+        cluster.stop()
+    if args.output_format == "json":
+        stdout.write(json.dumps([v.to_json() for v in verdicts], indent=2) + "\n")
+    else:
+        force = {"always": True, "never": False}.get(args.color)
+        console = Console(file=stdout, force_terminal=force, highlight=False)
+        if not console.is_terminal:
+            console.width = 140  # a log or a pipe: wide rows rather than folded ones
+        render(verdicts, console)
+    return EXIT_CONFIRMED if any(v.status == "confirmed" for v in verdicts) else EXIT_OK
+
+
+def render(verdicts: list[Verdict], console: Console) -> None:
+    if not verdicts:
+        console.print("No findings with an experiment.")
+        return
+    table = Table(show_lines=True)
+    for column in ("Finding", "Verdict", "How", "Numbers and evidence"):
+        table.add_column(column, overflow="fold")
+    for verdict in verdicts:
+        how: str = verdict.mode or "-"
+        if verdict.shape:
+            how += f": {verdict.shape}"
+        summary = verdict.summary
+        if verdict.same_results is not None:
+            summary += "; same results" if verdict.same_results else "; RESULTS DIFFER"
+        table.add_row(
+            f"{verdict.path}:{verdict.line} {verdict.code}",
+            f"[{STYLES[verdict.status]}]{verdict.status}[/]",
+            how,
+            summary,
+        )
+    console.print(table)
+    counts = {status: sum(v.status == status for v in verdicts) for status in STYLES}
+    console.print(", ".join(f"{n} {status}" for status, n in counts.items()))

@@ -1,0 +1,126 @@
+"""The one Ray cluster a verify run uses: started here (or named by `--address`), shared by every
+experiment, and torn down at the end whatever happened.
+
+Ray is imported only in this module and in `probe.py`, which run only under `ray-lint verify`.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import signal
+import tempfile
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+LOGICAL_GPUS = 2  # a CPU-only machine gets logical GPUs, so GPU rules can show what tasks see
+TIMELINE_SETTLE_S = 1.5  # Ray flushes task events about once a second
+
+
+@dataclass
+class Cluster:
+    """A connection to a Ray cluster; `owned` when ray-lint started it (and must stop it)."""
+
+    address: str
+    num_cpus: float
+    num_gpus: float
+    owned: bool
+    temp_dir: str | None = None
+    gpus_are_logical: bool = False
+    _pids: set[int] = field(default_factory=set)
+
+    @classmethod
+    def start(cls, num_cpus: int | None = None, address: str | None = None) -> Cluster:
+        """Start a local cluster (no dashboard, its own temp dir) or connect to `address`. An inherited
+        `RAY_ADDRESS` is ignored: only `address` selects an existing cluster."""
+        os.environ.pop("RAY_ADDRESS", None)
+        os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+        import ray
+
+        logging.getLogger("ray").setLevel(logging.ERROR)  # ray-lint reports what matters itself
+        if address is not None:
+            context = ray.init(address=address, log_to_driver=False, logging_level=logging.ERROR)
+            resources = ray.cluster_resources()
+            return cls(context.address_info["gcs_address"], resources.get("CPU", 0), resources.get("GPU", 0), owned=False)
+        temp_dir = tempfile.mkdtemp(prefix="rl-")  # short: Ray's socket paths must fit in 108 bytes
+        num_gpus: float | None = None
+        logical = "CUDA_VISIBLE_DEVICES" not in os.environ and shutil.which("nvidia-smi") is None
+        if logical:
+            os.environ["CUDA_VISIBLE_DEVICES"] = ",".join(str(i) for i in range(LOGICAL_GPUS))
+            num_gpus = LOGICAL_GPUS
+        context = ray.init(
+            num_cpus=num_cpus or os.cpu_count() or 1,
+            num_gpus=num_gpus,
+            include_dashboard=False,
+            log_to_driver=False,
+            logging_level=logging.ERROR,
+            _temp_dir=temp_dir,
+        )
+        resources = ray.cluster_resources()
+        cluster = cls(
+            context.address_info["gcs_address"],
+            resources.get("CPU", 0),
+            resources.get("GPU", 0),
+            owned=True,
+            temp_dir=temp_dir,
+            gpus_are_logical=logical,
+        )
+        cluster._pids = _processes_under(temp_dir)
+        return cluster
+
+    def timeline(self, settle_s: float = TIMELINE_SETTLE_S) -> list[dict[str, Any]]:
+        """Every task event the cluster recorded, after giving the last ones time to arrive."""
+        import ray
+
+        previous, deadline = -1, time.monotonic() + 4 * settle_s
+        events: list[dict[str, Any]] = []
+        while time.monotonic() < deadline:
+            events = ray.timeline()
+            if len(events) == previous:
+                break
+            previous = len(events)
+            time.sleep(settle_s)
+        return events
+
+    def stop(self) -> None:
+        """Disconnect; for a cluster ray-lint started, stop it and kill anything it left behind."""
+        import ray
+
+        try:
+            ray.shutdown()
+        finally:
+            if self.owned and self.temp_dir is not None:
+                for pid in self._pids | _processes_under(self.temp_dir):
+                    _kill(pid)
+                shutil.rmtree(self.temp_dir, ignore_errors=True)
+
+    def environment(self) -> dict[str, str]:
+        """The environment for a variant's subprocess: connects to this cluster and nothing else."""
+        env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+        env["RAY_AUTH_MODE"] = env.get("RAY_AUTH_MODE", "disabled")
+        return env
+
+
+def _processes_under(temp_dir: str) -> set[int]:
+    """Ray processes of this cluster: those whose command lines name its temp dir, and their children
+    (workers rename themselves to `ray::...`)."""
+    import psutil
+
+    found = set()
+    for process in psutil.process_iter(["pid", "cmdline"]):
+        try:
+            if any(temp_dir in part for part in process.info["cmdline"] or ()):
+                found.add(process.info["pid"])
+                found.update(child.pid for child in process.children(recursive=True))
+        except (psutil.Error, TypeError):
+            continue
+    return found
+
+
+def _kill(pid: int) -> None:
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass

@@ -1,0 +1,195 @@
+"""Runs experiments: lint, plan each verifiable finding, run the variants A B A B on the shared
+cluster (each in its own process, with a time limit), read Ray's timeline, judge.
+
+This executes the user's code. Only `ray-lint verify` calls it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ray_lint.api import RunOptions, lint_file
+from ray_lint.config import Resolver
+from ray_lint.files import discover
+from ray_lint.rule import rule_by_code_or_name
+from ray_lint.verify.cluster import Cluster
+from ray_lint.verify.experiment import Experiment, Plan, Run, Subject, Variant, Verdict
+
+OUTPUT_TAIL_BYTES = 4000
+
+
+@dataclass
+class Job:
+    subject: Subject
+    experiment: Experiment
+    plan: Plan
+    a: list[Run]
+    b: list[Run]
+
+
+def verify(
+    paths: list[Path],
+    resolver: Resolver,
+    cluster: Cluster,
+    repeat: int = 3,
+    timeout: float = 60.0,
+    progress: Callable[[str, int], None] = lambda path, total: None,
+    trace_dir: Path | None = None,
+) -> list[Verdict]:
+    """Lint `paths`, run an experiment for every finding of a rule that has one, return the verdicts
+    (in file and line order). `progress(path, total)` is called after each experiment."""
+    files = [item for item in discover(paths, resolver) if isinstance(item, Path)]
+    jobs, verdicts = plan_findings(files, resolver, cluster)
+    verdicts += run_jobs(jobs, cluster, repeat, timeout, lambda path: progress(path, len(jobs)), trace_dir)
+    return sorted(verdicts, key=lambda v: (v.path, v.line, v.code))
+
+
+def plan_findings(files: Iterable[Path], resolver: Resolver, cluster: Cluster) -> tuple[list[Job], list[Verdict]]:
+    """Lint the files; plan an experiment for each finding whose rule has one."""
+    jobs, verdicts = [], []
+    for path in files:
+        result = lint_file(path, resolver.settings_for(path), RunOptions(write=False))
+        for diagnostic in result.diagnostics:
+            rule = rule_by_code_or_name(diagnostic.code)
+            experiment = getattr(rule, "experiment", None) if rule is not None else None
+            if experiment is None or result.source is None:
+                continue
+            subject = Subject(str(path), result.source, diagnostic, cluster.num_cpus, cluster.num_gpus)
+            try:
+                plan = experiment.plan(subject)
+            except Exception as error:  # a bug in one experiment must not stop the others
+                plan = f"could not plan the experiment: {type(error).__name__}: {error}"
+            if isinstance(plan, str):
+                verdicts.append(Verdict(subject.path, diagnostic.start.line, diagnostic.code, "inconclusive", None, plan))
+            else:
+                jobs.append(Job(subject, experiment, plan, [], []))
+    return jobs, verdicts
+
+
+def run_jobs(
+    jobs: list[Job],
+    cluster: Cluster,
+    repeat: int,
+    timeout: float,
+    progress: Callable[[str], None] = lambda path: None,
+    trace_dir: Path | None = None,
+) -> list[Verdict]:
+    """Run every job's variants interleaved A B A B, then judge them against Ray's timeline."""
+    with tempfile.TemporaryDirectory(prefix="ray-lint-verify-") as scratch:
+        for job in jobs:
+            for _ in range(repeat):
+                job.a.append(run_variant(cluster, job.plan.a, job.subject.path, timeout, Path(scratch)))
+                job.b.append(run_variant(cluster, job.plan.b, job.subject.path, timeout, Path(scratch)))
+                if not (job.a[-1].ok and job.b[-1].ok):
+                    break  # a failed run makes the finding inconclusive: repeating it only costs time
+            progress(job.subject.path)
+    events = cluster.timeline()
+    verdicts = []
+    for number, job in enumerate(jobs):
+        for runs in (job.a, job.b):
+            for run in runs:
+                attach_timeline(run, events)
+        if trace_dir is not None:
+            write_traces(trace_dir, number, job, events)
+        verdicts.append(job.experiment.judge(job.subject, job.plan, job.a, job.b))
+    return verdicts
+
+
+def run_variant(cluster: Cluster, variant: Variant, path: str, timeout: float, scratch: Path) -> Run:
+    """One variant in its own process, in its own session so that everything it starts can be
+    killed; output goes to a file of which only the tail is kept."""
+    handle, spec_path = tempfile.mkstemp(suffix=".json", dir=scratch)
+    os.close(handle)
+    result_path, output_path = spec_path + ".result", spec_path + ".out"
+    spec = {"address": cluster.address, "source": variant.source, "path": path, "result": result_path}
+    Path(spec_path).write_text(json.dumps(spec), encoding="utf-8")
+    env = cluster.environment()
+    directory = str(Path(path).resolve().parent)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [directory, env.get("PYTHONPATH")]))
+    with open(output_path, "wb") as output:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "ray_lint.verify.probe", spec_path],
+            cwd=directory, env=env, stdout=output, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        try:
+            process.wait(timeout=timeout)
+            timed_out = False
+        except subprocess.TimeoutExpired:
+            timed_out = True
+        finally:
+            _kill_group(process)
+    tail = _tail(output_path)
+    if timed_out:
+        return Run(False, f"timed out after {timeout:g} s", timeout, timed_out=True, output_tail=tail)
+    try:
+        data: dict[str, Any] = json.loads(Path(result_path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return Run(False, f"the variant's process exited with status {process.returncode}: {tail[-300:]}", 0.0, output_tail=tail)
+    return Run(
+        data["ok"], data["error"], data["wall_s"], tuple(data["window"]), data["value"], data["evidence"], output_tail=tail
+    )
+
+
+def _kill_group(process: subprocess.Popen[bytes]) -> None:
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    process.wait()
+
+
+def _tail(path: str) -> str:
+    with open(path, "rb") as handle:
+        handle.seek(0, os.SEEK_END)
+        handle.seek(max(0, handle.tell() - OUTPUT_TAIL_BYTES))
+        return handle.read().decode("utf-8", "replace")
+
+
+def task_events(events: list[dict[str, Any]], window: tuple[float, float]) -> list[tuple[float, float, str]]:
+    """(start, end, worker) in seconds of the tasks and actor calls that ran inside `window`."""
+    start, end = window[0] * 1e6, window[1] * 1e6
+    found = []
+    for event in events:
+        if not str(event.get("cat", "")).startswith("task::") or "dur" not in event:
+            continue
+        begin = float(event["ts"])
+        if start <= begin <= end and not str(event.get("name", "")).endswith("__init__"):
+            found.append((begin / 1e6, (begin + float(event["dur"])) / 1e6, str(event.get("tid", ""))))
+    return found
+
+
+def attach_timeline(run: Run, events: list[dict[str, Any]]) -> None:
+    """Achieved parallelism and peak concurrency of the run, from Ray's own task timeline."""
+    tasks = task_events(events, run.window)
+    run.tasks = len(tasks)
+    if not tasks:
+        return
+    span = max(end for _, end, _ in tasks) - min(begin for begin, _, _ in tasks)
+    busy = sum(end - begin for begin, end, _ in tasks)
+    run.parallelism = busy / span if span > 0 else 1.0
+    points = sorted([(begin, 1) for begin, _, _ in tasks] + [(end, -1) for _, end, _ in tasks])
+    running = 0
+    for _, change in points:
+        running += change
+        run.peak = max(run.peak, running)
+
+
+def write_traces(trace_dir: Path, number: int, job: Job, events: list[dict[str, Any]]) -> None:
+    """Each variant's first run as a Chrome trace (open it in Perfetto or chrome://tracing)."""
+    trace_dir.mkdir(parents=True, exist_ok=True)
+    stem = f"{number:02d}-{Path(job.subject.path).stem}-{job.subject.diagnostic.code}-L{job.subject.diagnostic.start.line}"
+    for side, runs in (("a", job.a), ("b", job.b)):
+        if runs:
+            start, end = runs[0].window[0] * 1e6, runs[0].window[1] * 1e6
+            selected = [e for e in events if start <= float(e.get("ts", 0)) <= end]
+            (trace_dir / f"{stem}-{side}.json").write_text(json.dumps(selected), encoding="utf-8")
