@@ -6,9 +6,11 @@ STAMP := $(VENV)/.installed
 
 .PHONY: demo setup test docs clean
 
-# Set everything up, then run ray-lint on the bundled examples (findings are expected there).
+# Set everything up, run ray-lint on the bundled examples (findings are expected there), then
+# verify one of them on a local Ray cluster (this runs the example's code).
 demo: $(STAMP)
 	$(BIN)/ray-lint check examples/ || test $$? -eq 1
+	$(BIN)/ray-lint verify examples/get_in_loop.py --repeat 2 || test $$? -eq 1
 
 setup: $(STAMP)
 

@@ -12,9 +12,12 @@ import shutil
 import signal
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+EVENT_INTERVAL_MS = 100  # how often workers of an owned cluster send task events (Ray's default: 1000)
 LOGICAL_GPUS = 2  # a CPU-only machine gets logical GPUs, so GPU rules can show what tasks see
 TIMELINE_SETTLE_S = 1.5  # Ray flushes task events about once a second
 
@@ -43,21 +46,21 @@ class Cluster:
         if address is not None:
             context = ray.init(address=address, log_to_driver=False, logging_level=logging.ERROR)
             resources = ray.cluster_resources()
-            return cls(context.address_info["gcs_address"], resources.get("CPU", 0), resources.get("GPU", 0), owned=False)
+            return cls(address, resources.get("CPU", 0), resources.get("GPU", 0), owned=False)
         temp_dir = tempfile.mkdtemp(prefix="rl-")  # short: Ray's socket paths must fit in 108 bytes
-        num_gpus: float | None = None
-        logical = "CUDA_VISIBLE_DEVICES" not in os.environ and shutil.which("nvidia-smi") is None
+        logical = shutil.which("nvidia-smi") is None  # no NVIDIA driver: give the cluster logical GPUs
+        settings = {"RAY_task_events_report_interval_ms": str(EVENT_INTERVAL_MS)}
         if logical:
-            os.environ["CUDA_VISIBLE_DEVICES"] = ",".join(str(i) for i in range(LOGICAL_GPUS))
-            num_gpus = LOGICAL_GPUS
-        context = ray.init(
-            num_cpus=num_cpus or os.cpu_count() or 1,
-            num_gpus=num_gpus,
-            include_dashboard=False,
-            log_to_driver=False,
-            logging_level=logging.ERROR,
-            _temp_dir=temp_dir,
-        )
+            settings["CUDA_VISIBLE_DEVICES"] = ",".join(str(i) for i in range(LOGICAL_GPUS))
+        with _environment(settings):  # the cluster's processes inherit these; this process keeps its own
+            context = ray.init(
+                num_cpus=num_cpus or os.cpu_count() or 1,
+                num_gpus=LOGICAL_GPUS if logical else None,
+                include_dashboard=False,
+                log_to_driver=False,
+                logging_level=logging.ERROR,
+                _temp_dir=temp_dir,
+            )
         resources = ray.cluster_resources()
         cluster = cls(
             context.address_info["gcs_address"],
@@ -96,11 +99,31 @@ class Cluster:
                     _kill(pid)
                 shutil.rmtree(self.temp_dir, ignore_errors=True)
 
+    @property
+    def event_flush_s(self) -> float:
+        """How long a variant waits before it exits so that its workers' last task events reach Ray
+        (workers are stopped with their job, and unsent events die with them)."""
+        return 3 * EVENT_INTERVAL_MS / 1000 if self.owned else 1.5
+
     def environment(self) -> dict[str, str]:
         """The environment for a variant's subprocess: connects to this cluster and nothing else."""
         env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
         env["RAY_AUTH_MODE"] = env.get("RAY_AUTH_MODE", "disabled")
         return env
+
+
+@contextmanager
+def _environment(values: dict[str, str]) -> Iterator[None]:
+    saved = {key: os.environ.get(key) for key in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
 
 
 def _processes_under(temp_dir: str) -> set[int]:

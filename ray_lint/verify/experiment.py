@@ -192,6 +192,9 @@ class Experiment:
         evidence_agrees = par_a is None or par_b is None or par_b >= par_a * 1.2
         if verdict.ratio >= self.threshold and evidence_agrees:
             verdict.status, verdict.summary = "confirmed", numbers
+        elif verdict.ratio >= self.threshold:
+            verdict.status = "not reproduced"
+            verdict.summary = numbers + f": faster, but Ray's timeline shows no more tasks running at once in {plan.b.label}"
         else:
             verdict.status = "not reproduced"
             verdict.summary = numbers + self.why_not(subject, plan, a, b)

@@ -110,7 +110,10 @@ def run_variant(cluster: Cluster, variant: Variant, path: str, timeout: float, s
     handle, spec_path = tempfile.mkstemp(suffix=".json", dir=scratch)
     os.close(handle)
     result_path, output_path = spec_path + ".result", spec_path + ".out"
-    spec = {"address": cluster.address, "source": variant.source, "path": path, "result": result_path}
+    spec = {
+        "address": cluster.address, "source": variant.source, "path": path, "result": result_path,
+        "workers": int(cluster.num_cpus), "flush_s": cluster.event_flush_s,
+    }
     Path(spec_path).write_text(json.dumps(spec), encoding="utf-8")
     env = cluster.environment()
     directory = str(Path(path).resolve().parent)

@@ -1,0 +1,266 @@
+"""`ray-lint verify` on a real local Ray cluster: one cluster for the session (started by the verifier's
+own `Cluster`), experiments through the API, and one end-to-end run of the command, which starts and
+stops its own cluster."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+
+import psutil
+import pytest
+
+from ray_lint.config import Resolver, parse_layer
+from ray_lint.verify.cluster import Cluster
+from ray_lint.verify.experiment import Verdict
+from ray_lint.verify.runner import verify
+
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+
+RAY_PROCESS_NAMES = ("raylet", "gcs_server", "ray::")
+
+
+@pytest.fixture(scope="session")
+def cluster() -> Iterator[Cluster]:
+    started = Cluster.start(num_cpus=2)
+    yield started
+    started.stop()
+
+
+def run_verify(cluster: Cluster, tmp_path: Path, files: dict[str, str], repeat: int = 1, timeout: float = 60) -> list[Verdict]:
+    for name, text in files.items():
+        (tmp_path / name).write_text(textwrap.dedent(text), encoding="utf-8")
+    resolver = Resolver(parse_layer({}, "test", tmp_path), isolated=True)
+    return verify([tmp_path], resolver, cluster, repeat=repeat, timeout=timeout)
+
+
+def only(verdicts: list[Verdict], code: str) -> Verdict:
+    found = [v for v in verdicts if v.code == code]
+    assert len(found) == 1, verdicts
+    return found[0]
+
+
+def parallelism(verdict: Verdict, side: int) -> float:
+    values = [r.parallelism for r in verdict.runs[side] if r.parallelism is not None]
+    assert values, "Ray's timeline recorded no tasks for this variant"
+    return max(values)
+
+
+def test_get_in_loop_modelled_is_confirmed_with_timeline_evidence(cluster: Cluster, tmp_path: Path) -> None:
+    verdicts = run_verify(cluster, tmp_path, {"loop.py": """
+        import ray
+
+        def run(items):
+            out = []
+            for i in range(6):
+                out.append(ray.get(work.remote(i)))
+            return out
+    """}, repeat=2)
+    verdict = only(verdicts, "RAY001")
+    assert (verdict.status, verdict.mode) == ("confirmed", "modelled"), verdict.summary
+    assert "6 iterations" in verdict.shape
+    assert verdict.ratio is not None and verdict.ratio >= 1.5
+    assert parallelism(verdict, 0) < 1.2 and parallelism(verdict, 1) > 1.6
+    assert verdict.same_results is True
+
+
+def test_get_in_loop_measured_on_the_users_own_script(cluster: Cluster, tmp_path: Path) -> None:
+    verdicts = run_verify(cluster, tmp_path, {"script.py": """
+        import time
+        import ray
+
+        @ray.remote
+        def square(x):
+            time.sleep(0.3)
+            return x * x
+
+        def squares(n):
+            results = []
+            for i in range(n):
+                results.append(ray.get(square.remote(i)))
+            return results
+
+        if __name__ == "__main__":
+            ray.init()
+            print(squares(6))
+            ray.shutdown()
+    """}, repeat=2)
+    verdict = only(verdicts, "RAY001")
+    assert (verdict.status, verdict.mode) == ("confirmed", "measured"), verdict.summary
+    assert verdict.ratio is not None and verdict.ratio >= 1.5
+    assert verdict.same_results is True  # the instrumented function returned the same list
+    assert max(r.peak for r in verdict.runs[0]) == 1 and max(r.peak for r in verdict.runs[1]) == 2
+
+
+def test_one_iteration_loop_is_not_reproduced_with_numbers(cluster: Cluster, tmp_path: Path) -> None:
+    verdicts = run_verify(cluster, tmp_path, {"once.py": """
+        import ray
+
+        def run():
+            for i in range(1):
+                print(ray.get(work.remote(i)))
+    """})
+    verdict = only(verdicts, "RAY001")
+    assert verdict.status == "not reproduced"
+    assert "runs 1 time" in verdict.summary and " s vs " in verdict.summary
+
+
+def test_single_actor_bottleneck_against_one_actor_per_cpu(cluster: Cluster, tmp_path: Path) -> None:
+    verdicts = run_verify(cluster, tmp_path, {"actor.py": """
+        import ray
+
+        @ray.remote
+        class Model:
+            def predict(self, x):
+                return x
+
+        model = Model.remote()
+        refs = [model.predict.remote(x) for x in range(6)]
+    """}, repeat=2)
+    verdict = only(verdicts, "RAY010")
+    assert (verdict.status, verdict.labels) == ("confirmed", ("one actor", "2 actors")), verdict.summary
+    assert verdict.ratio is not None and verdict.ratio >= 1.5
+    assert parallelism(verdict, 0) < 1.2 and parallelism(verdict, 1) > 1.6
+
+
+def test_gpu_without_num_gpus_through_logical_gpus(cluster: Cluster, tmp_path: Path) -> None:
+    verdicts = run_verify(cluster, tmp_path, {"gpu.py": """
+        import ray
+
+        @ray.remote
+        def train(model):
+            return model.cuda()
+    """})
+    verdict = only(verdicts, "RAY040")
+    assert (verdict.status, verdict.mode) == ("confirmed", "evidence"), verdict.summary
+    without = verdict.runs[0][0].evidence
+    with_gpu = verdict.runs[1][0].evidence
+    assert without["gpu_ids"] == [] and without["CUDA_VISIBLE_DEVICES"] == "0,1"
+    assert len(with_gpu["gpu_ids"]) == 1 and with_gpu["CUDA_VISIBLE_DEVICES"] == with_gpu["gpu_ids"][0]
+
+
+def test_thread_oversubscription_reads_back_the_pool_size(cluster: Cluster, tmp_path: Path) -> None:
+    verdicts = run_verify(cluster, tmp_path, {"pool.py": """
+        import ray
+        from concurrent.futures import ProcessPoolExecutor
+
+        @ray.remote
+        def crunch(xs):
+            with ProcessPoolExecutor(max_workers=8) as pool:
+                return list(pool.map(abs, xs))
+    """})
+    verdict = only(verdicts, "RAY041")
+    assert verdict.status == "confirmed", verdict.summary
+    evidence = verdict.runs[0][0].evidence
+    assert evidence["counts"]["pool size"] == 8 and evidence["num_cpus"] == 1
+    assert verdict.runs[1][0].evidence["OMP_NUM_THREADS"] == "1"  # Ray's own default for a 1-CPU task
+
+
+def test_driver_env_override_reaches_the_task(cluster: Cluster, tmp_path: Path) -> None:
+    verdicts = run_verify(cluster, tmp_path, {"env.py": """
+        import os
+        import ray
+
+        os.environ["MKL_NUM_THREADS"] = "6"
+        ray.init()
+    """})
+    verdict = only(verdicts, "RAY042")
+    assert verdict.status == "confirmed", verdict.summary
+    assert verdict.runs[0][0].evidence["MKL_NUM_THREADS"] == "6"
+    assert verdict.runs[1][0].evidence["MKL_NUM_THREADS"] is None
+
+
+MEASURED_TEMPLATE = """
+import sys
+import time
+import ray
+
+@ray.remote
+def square(x):
+    return x * x
+
+def squares(n):
+    results = []
+    for i in range(n):
+        results.append(ray.get(square.remote(i)))
+    return results
+
+if __name__ == "__main__":
+    {main}
+"""
+
+
+@pytest.mark.parametrize(
+    "main, expected",
+    [
+        ("time.sleep(600)", "timed out"),
+        ("raise ValueError('broken input')", "ValueError: broken input"),
+        ("sys.exit(3)", "SystemExit(3)"),
+    ],
+    ids=["hangs", "raises", "exits"],
+)
+def test_faulty_scripts_are_inconclusive_and_leave_the_cluster_usable(
+    cluster: Cluster, tmp_path: Path, main: str, expected: str
+) -> None:
+    (tmp_path / "faulty").mkdir()
+    verdicts = run_verify(cluster, tmp_path / "faulty", {"faulty.py": MEASURED_TEMPLATE.format(main=main)}, timeout=15)
+    verdict = only(verdicts, "RAY001")
+    assert verdict.status == "inconclusive" and expected in verdict.summary, verdict.summary
+    assert_cluster_still_works(cluster, tmp_path / "after")
+
+
+def test_scripts_that_manage_ray_themselves_or_print_megabytes(cluster: Cluster, tmp_path: Path) -> None:
+    main = "ray.init(num_cpus=1)\n    print('x' * 5_000_000)\n    print(squares(4))\n    ray.shutdown()"
+    verdicts = run_verify(cluster, tmp_path, {"noisy.py": MEASURED_TEMPLATE.format(main=main)})
+    verdict = only(verdicts, "RAY001")
+    assert verdict.mode == "measured" and verdict.status != "inconclusive", verdict.summary
+    assert all(len(run.output_tail) <= 4000 for run in verdict.runs[0])
+    assert_cluster_still_works(cluster, tmp_path / "after")  # despite the script's own ray.shutdown()
+
+
+def assert_cluster_still_works(cluster: Cluster, directory: Path) -> None:
+    directory.mkdir()
+    verdicts = run_verify(cluster, directory, {"gpu.py": "import ray\n@ray.remote\ndef f(m):\n    return m.cuda()\n"})
+    assert only(verdicts, "RAY040").status == "confirmed"
+
+
+def _ray_processes() -> set[int]:
+    found = set()
+    for process in psutil.process_iter(["pid", "name", "cmdline"]):
+        try:
+            text = " ".join([process.info["name"] or "", *(process.info["cmdline"] or [])])
+        except psutil.Error:
+            continue
+        if any(name in text for name in RAY_PROCESS_NAMES):
+            found.add(process.info["pid"])
+    return found
+
+
+def test_command_end_to_end_cleans_up_and_ignores_inherited_ray_address(cluster: Cluster, tmp_path: Path) -> None:
+    (tmp_path / "gpu.py").write_text("import ray\n@ray.remote\ndef f(m):\n    return m.cuda()\n", encoding="utf-8")
+    before = _ray_processes()
+    env = {**os.environ, "RAY_ADDRESS": "127.0.0.1:1", "PYTHONIOENCODING": "utf-8"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "ray_lint", "verify", str(tmp_path), "--num-cpus", "1", "--repeat", "1",
+         "--output-format", "json", "--trace-dir", str(tmp_path / "traces")],
+        capture_output=True, text=True, env=env, timeout=300, cwd=tmp_path,
+    )
+    assert proc.returncode == 1, proc.stderr  # a confirmed finding
+    assert "executes the code" in proc.stderr
+    (verdict,) = json.loads(proc.stdout)
+    assert (verdict["code"], verdict["status"]) == ("RAY040", "confirmed")
+    assert sorted(p.name for p in (tmp_path / "traces").iterdir()) == [
+        "00-gpu-RAY040-L2-a.json", "00-gpu-RAY040-L2-b.json",
+    ]
+    left = {pid for pid in _ray_processes() - before if psutil.pid_exists(pid)}
+    assert not left, f"Ray processes left behind: {left}"
+
+
+def test_help_says_it_executes_code() -> None:
+    proc = subprocess.run([sys.executable, "-m", "ray_lint", "verify", "--help"], capture_output=True, text=True)
+    assert "EXECUTES" in proc.stdout
