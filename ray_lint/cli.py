@@ -93,6 +93,7 @@ def build_parser() -> argparse.ArgumentParser:
     verify.add_argument("--timeout", type=float, default=60.0, help="seconds each run may take (default: 60)")
     verify.add_argument("--repeat", type=int, default=3, help="rounds of A B runs per finding (default: 3)")
     verify.add_argument("--output-format", choices=("full", "json"), default="full")
+    verify.add_argument("--report", type=Path, metavar="FILE.html", help="also write an HTML report with timelines")
     verify.add_argument("--trace-dir", type=Path, help="write each variant's Chrome trace (Perfetto) here")
     verify.add_argument("--color", choices=("auto", "always", "never"), default="auto")
 

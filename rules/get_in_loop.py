@@ -34,14 +34,19 @@ class GetInLoopExperiment(Experiment):
     ASSUMED_ITERATIONS = 8
 
     def plan(self, subject: Subject) -> Plan | str:
+        model = self.model(subject)
         fixed = subject.fixed_text()
-        if fixed is not None and subject.has_entry_point():
-            return Plan(
-                Variant("as written", subject.instrumented(subject.text)),
-                Variant("fixed", subject.instrumented(fixed)),
-                "measured",
-                "the script's `__main__` block, timing the function that holds the get",
-            )
+        if fixed is None or not subject.has_entry_point():
+            return model
+        return Plan(
+            Variant("as written", subject.instrumented(subject.text)),
+            Variant("fixed", subject.instrumented(fixed)),
+            "measured",
+            "the script run from its entry point, timing the function that holds the get",
+            fallback=model,
+        )
+
+    def model(self, subject: Subject) -> Plan:
         known = subject.facts.get("iterations")
         count = known if known is not None else self.ASSUMED_ITERATIONS
         shape = f"{count} iterations{'' if known is not None else ' (count not in the code: 8 assumed)'}, each a {self.TASK_SECONDS:g} s task"

@@ -25,9 +25,7 @@ class SingleActorBottleneckExperiment(Experiment):
         known = subject.facts.get("iterations")
         calls = known if known is not None else self.ASSUMED_CALLS
         actors = max(2, int(subject.cluster_cpus))
-        worker = (
-            "@ray.remote\nclass Worker:\n    def work(self, i):\n        time.sleep(%s)\n        return i\n\n" % self.CALL_SECONDS
-        )
+        worker = f"@ray.remote\nclass Worker:\n    def work(self, i):\n        time.sleep({self.CALL_SECONDS})\n        return i\n\n"
         one = worker + "handles = [Worker.remote()]\n"
         many = worker + f"handles = [Worker.remote() for _ in range({actors})]\n"
         ready = "ray.get([h.work.remote(-1) for h in handles])  # actors up before the clock starts\n"

@@ -304,7 +304,7 @@ def test_is_cpu_count() -> None:
 )
 def test_sequential_by_design(loop_source: str, by_design: bool) -> None:
     model = model_of("import ray\nimport time\ndef main():\n" + "".join("    " + line + "\n" for line in loop_source.splitlines()))
-    (get,) = [site for site in model.calls_to("ray.get")]
+    (get,) = model.calls_to("ray.get")
     loop = get.loop
     while loop is not None and loop.parent is not None:
         loop = loop.parent

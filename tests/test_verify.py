@@ -9,7 +9,9 @@ import os
 import subprocess
 import sys
 import textwrap
+from collections import Counter
 from collections.abc import Iterator
+from html.parser import HTMLParser
 from pathlib import Path
 
 import psutil
@@ -17,7 +19,8 @@ import pytest
 
 from ray_lint.config import Resolver, parse_layer
 from ray_lint.verify.cluster import Cluster
-from ray_lint.verify.experiment import Verdict
+from ray_lint.verify.experiment import Run, Verdict
+from ray_lint.verify.report import render_html
 from ray_lint.verify.runner import verify
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
@@ -195,22 +198,26 @@ if __name__ == "__main__":
 """
 
 
-@pytest.mark.parametrize(
-    "main, expected",
-    [
-        ("time.sleep(600)", "timed out"),
-        ("raise ValueError('broken input')", "ValueError: broken input"),
-        ("sys.exit(3)", "SystemExit(3)"),
-    ],
-    ids=["hangs", "raises", "exits"],
-)
-def test_faulty_scripts_are_inconclusive_and_leave_the_cluster_usable(
-    cluster: Cluster, tmp_path: Path, main: str, expected: str
-) -> None:
+def test_a_hanging_script_is_inconclusive_and_leaves_the_cluster_usable(cluster: Cluster, tmp_path: Path) -> None:
     (tmp_path / "faulty").mkdir()
-    verdicts = run_verify(cluster, tmp_path / "faulty", {"faulty.py": MEASURED_TEMPLATE.format(main=main)}, timeout=15)
+    verdicts = run_verify(cluster, tmp_path / "faulty", {"hangs.py": MEASURED_TEMPLATE.format(main="time.sleep(600)")}, timeout=15)
     verdict = only(verdicts, "RAY001")
-    assert verdict.status == "inconclusive" and expected in verdict.summary, verdict.summary
+    assert (verdict.status, verdict.mode) == ("inconclusive", "measured"), verdict.summary
+    assert "timed out" in verdict.summary
+    assert_cluster_still_works(cluster, tmp_path / "after")
+
+
+@pytest.mark.parametrize(
+    "main, reason",
+    [("raise ValueError('needs data')", "ValueError: needs data"), ("sys.exit(3)", "SystemExit(3)")],
+    ids=["raises", "exits"],
+)
+def test_a_script_that_cannot_run_falls_back_to_the_model(cluster: Cluster, tmp_path: Path, main: str, reason: str) -> None:
+    (tmp_path / "faulty").mkdir()
+    verdicts = run_verify(cluster, tmp_path / "faulty", {"faulty.py": MEASURED_TEMPLATE.format(main=main)})
+    verdict = only(verdicts, "RAY001")
+    assert (verdict.status, verdict.mode) == ("confirmed", "modelled"), verdict.summary
+    assert reason in verdict.shape and "8 iterations (count not in the code" in verdict.shape
     assert_cluster_still_works(cluster, tmp_path / "after")
 
 
@@ -247,7 +254,7 @@ def test_command_end_to_end_cleans_up_and_ignores_inherited_ray_address(cluster:
     env = {**os.environ, "RAY_ADDRESS": "127.0.0.1:1", "PYTHONIOENCODING": "utf-8"}
     proc = subprocess.run(
         [sys.executable, "-m", "ray_lint", "verify", str(tmp_path), "--num-cpus", "1", "--repeat", "1",
-         "--output-format", "json", "--trace-dir", str(tmp_path / "traces")],
+         "--output-format", "json", "--trace-dir", str(tmp_path / "traces"), "--report", str(tmp_path / "report.html")],
         capture_output=True, text=True, env=env, timeout=300, cwd=tmp_path,
     )
     assert proc.returncode == 1, proc.stderr  # a confirmed finding
@@ -257,6 +264,8 @@ def test_command_end_to_end_cleans_up_and_ignores_inherited_ray_address(cluster:
     assert sorted(p.name for p in (tmp_path / "traces").iterdir()) == [
         "00-gpu-RAY040-L2-a.json", "00-gpu-RAY040-L2-b.json",
     ]
+    report = (tmp_path / "report.html").read_text(encoding="utf-8")
+    assert "gpu.py:2 RAY040" in report and "confirmed" in report and "<svg" in report
     left = {pid for pid in _ray_processes() - before if psutil.pid_exists(pid)}
     assert not left, f"Ray processes left behind: {left}"
 
@@ -264,3 +273,45 @@ def test_command_end_to_end_cleans_up_and_ignores_inherited_ray_address(cluster:
 def test_help_says_it_executes_code() -> None:
     proc = subprocess.run([sys.executable, "-m", "ray_lint", "verify", "--help"], capture_output=True, text=True)
     assert "EXECUTES" in proc.stdout
+
+
+def test_html_report_draws_each_task_on_its_worker_row(tmp_path: Path) -> None:
+    source = tmp_path / "loop.py"
+    source.write_text("import ray\nfor x in xs:\n    print(ray.get(f.remote(x)) < 3)\n", encoding="utf-8")
+    serial = Run(True, None, 1.0, timeline=[(0.0, 0.5, "w1"), (0.5, 1.0, "w1")])
+    parallel = Run(True, None, 0.5, timeline=[(0.0, 0.5, "w1"), (0.0, 0.5, "w2")])
+    verdict = Verdict(str(source), 3, "RAY001", "confirmed", "modelled", "2.00×", "2 iterations", ("loop", "batch"), 2.0, ([serial], [parallel]))
+    page = render_html([verdict])
+    parser = _Tags()
+    parser.feed(page)
+    assert parser.counts["svg"] == 1 and parser.counts["rect"] == 4
+    assert parser.texts.count("worker 1") == 2 and parser.texts.count("worker 2") == 1
+    assert "print(ray.get(f.remote(x)) &lt; 3)" in page  # the code is escaped
+    assert "1 confirmed, 0 not reproduced, 0 inconclusive" in page
+
+
+class _Tags(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.counts: Counter[str] = Counter()
+        self.texts: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.counts[tag] += 1
+
+    def handle_data(self, data: str) -> None:
+        self.texts.append(data.strip())
+
+
+def test_address_runs_on_an_existing_cluster_and_leaves_it_running(cluster: Cluster, tmp_path: Path) -> None:
+    (tmp_path / "env.py").write_text('import os\nimport ray\nos.environ["OMP_NUM_THREADS"] = "4"\n', encoding="utf-8")
+    proc = subprocess.run(
+        [sys.executable, "-m", "ray_lint", "verify", str(tmp_path), "--address", cluster.address, "--repeat", "1",
+         "--output-format", "json"],
+        capture_output=True, text=True, timeout=300, cwd=tmp_path,
+    )
+    assert proc.returncode == 1, proc.stderr
+    assert f"cluster at {cluster.address}" in proc.stderr
+    (verdict,) = json.loads(proc.stdout)
+    assert (verdict["code"], verdict["status"]) == ("RAY042", "confirmed")
+    assert_cluster_still_works(cluster, tmp_path / "after")

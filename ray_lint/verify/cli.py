@@ -13,6 +13,7 @@ from rich.table import Table
 
 from ray_lint.config import Resolver
 from ray_lint.verify.experiment import Verdict
+from ray_lint.verify.report import render_html
 
 EXIT_OK, EXIT_CONFIRMED, EXIT_ERROR = 0, 1, 2
 STYLES = {"confirmed": "bold red", "not reproduced": "green", "inconclusive": "yellow"}
@@ -51,6 +52,9 @@ def run_verify(args: argparse.Namespace, resolver: Resolver, stdout: TextIO, std
             verdicts = verify(args.paths or [Path(".")], resolver, cluster, args.repeat, args.timeout, advance, args.trace_dir)
     finally:
         cluster.stop()
+    if args.report is not None:
+        args.report.write_text(render_html(verdicts), encoding="utf-8")
+        err.print(f"report: {args.report}")
     if args.output_format == "json":
         stdout.write(json.dumps([v.to_json() for v in verdicts], indent=2) + "\n")
     else:

@@ -13,7 +13,7 @@ import signal
 import tempfile
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -143,7 +143,5 @@ def _processes_under(temp_dir: str) -> set[int]:
 
 
 def _kill(pid: int) -> None:
-    try:
+    with suppress(ProcessLookupError, PermissionError):
         os.kill(pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass

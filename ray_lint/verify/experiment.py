@@ -42,6 +42,7 @@ class Plan:
     b: Variant  # the fixed code, or the comparison
     mode: Mode
     shape: str  # what is run, in words (for modelled plans, the shape replayed)
+    fallback: Plan | None = None  # a model to run instead when the code cannot run as is
 
 
 @dataclass
@@ -59,6 +60,7 @@ class Run:
     tasks: int = 0  # task executions Ray recorded in the run's window
     parallelism: float | None = None  # summed task time over the span the tasks covered
     peak: int = 0  # most tasks running at once
+    timeline: list[tuple[float, float, str]] = field(default_factory=list)  # (start, end, worker) per task
 
 
 @dataclass
@@ -125,9 +127,16 @@ class Subject:
         return fixed if parses(fixed, self.text) else None
 
     def has_entry_point(self) -> bool:
-        """Whether running the file as a script does something: an `if __name__ == "__main__":` block."""
+        """Whether running the file as a script reaches the finding: an `if __name__ == "__main__":`
+        block, or a finding in the module's own top-level code."""
         module = cst.parse_module(self.text)
-        return any(_is_main_guard(statement) for statement in module.body)
+        if any(_is_main_guard(statement) for statement in module.body):
+            return True
+        model = SemanticModel(module)
+        line = self.diagnostic.start.line
+        return not any(
+            model.position(info.node).start.line <= line <= model.position(info.node).end.line for info in model.functions
+        )
 
     def model(self) -> SemanticModel:
         return SemanticModel(cst.parse_module(self.text))

@@ -13,7 +13,8 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from contextlib import suppress
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -86,11 +87,7 @@ def run_jobs(
     """Run every job's variants interleaved A B A B, then judge them against Ray's timeline."""
     with tempfile.TemporaryDirectory(prefix="ray-lint-verify-") as scratch:
         for job in jobs:
-            for _ in range(repeat):
-                job.a.append(run_variant(cluster, job.plan.a, job.subject.path, timeout, Path(scratch)))
-                job.b.append(run_variant(cluster, job.plan.b, job.subject.path, timeout, Path(scratch)))
-                if not (job.a[-1].ok and job.b[-1].ok):
-                    break  # a failed run makes the finding inconclusive: repeating it only costs time
+            run_job(job, cluster, repeat, timeout, Path(scratch))
             progress(job.subject.path)
     events = cluster.timeline()
     verdicts = []
@@ -102,6 +99,27 @@ def run_jobs(
             write_traces(trace_dir, number, job, events)
         verdicts.append(job.experiment.judge(job.subject, job.plan, job.a, job.b))
     return verdicts
+
+
+def run_job(job: Job, cluster: Cluster, repeat: int, timeout: float, scratch: Path) -> None:
+    """A B pairs, `repeat` times or until a run fails. When the code cannot run as is (its first run
+    raises or exits, rather than hanging), the rule's model takes its place, and says why."""
+
+    def pair() -> bool:
+        job.a.append(run_variant(cluster, job.plan.a, job.subject.path, timeout, scratch))
+        job.b.append(run_variant(cluster, job.plan.b, job.subject.path, timeout, scratch))
+        return job.a[-1].ok and job.b[-1].ok
+
+    succeeded = pair()
+    first, fallback = job.a[0], job.plan.fallback
+    if not first.ok and not first.timed_out and fallback is not None:
+        reason = (first.error or "it failed").strip().splitlines()[-1]
+        job.plan = replace(fallback, shape=f"{fallback.shape}; the script itself could not run ({reason})")
+        job.a.clear()
+        job.b.clear()
+        succeeded = pair()
+    while succeeded and len(job.a) < repeat:
+        succeeded = pair()
 
 
 def run_variant(cluster: Cluster, variant: Variant, path: str, timeout: float, scratch: Path) -> Run:
@@ -144,10 +162,9 @@ def run_variant(cluster: Cluster, variant: Variant, path: str, timeout: float, s
 
 
 def _kill_group(process: subprocess.Popen[bytes]) -> None:
-    try:
+    """Kill the variant and everything it started (it runs in its own session)."""
+    with suppress(ProcessLookupError, PermissionError):
         os.killpg(process.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
     process.wait()
 
 
@@ -174,7 +191,7 @@ def task_events(events: list[dict[str, Any]], window: tuple[float, float]) -> li
 def attach_timeline(run: Run, events: list[dict[str, Any]]) -> None:
     """Achieved parallelism and peak concurrency of the run, from Ray's own task timeline."""
     tasks = task_events(events, run.window)
-    run.tasks = len(tasks)
+    run.tasks, run.timeline = len(tasks), tasks
     if not tasks:
         return
     span = max(end for _, end, _ in tasks) - min(begin for begin, _, _ in tasks)
