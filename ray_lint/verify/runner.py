@@ -102,7 +102,7 @@ def run_jobs(
 
 
 def run_job(job: Job, cluster: Cluster, repeat: int, timeout: float, scratch: Path) -> None:
-    """A B pairs, `repeat` times or until a run fails. When the code cannot run as is (its first run
+    """A B pairs, `repeat` times (once for evidence) or until a run fails. When the code cannot run as is (its first run
     raises or exits, rather than hanging), the rule's model takes its place, and says why."""
 
     def pair() -> bool:
@@ -118,7 +118,8 @@ def run_job(job: Job, cluster: Cluster, repeat: int, timeout: float, scratch: Pa
         job.a.clear()
         job.b.clear()
         succeeded = pair()
-    while succeeded and len(job.a) < repeat:
+    rounds = 1 if job.plan.mode == "evidence" else repeat  # what Ray hands a task does not vary by run
+    while succeeded and len(job.a) < rounds:
         succeeded = pair()
 
 
