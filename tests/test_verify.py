@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import textwrap
 from collections import Counter
 from collections.abc import Iterator
@@ -24,8 +25,6 @@ from ray_lint.verify.report import render_html
 from ray_lint.verify.runner import verify
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
-
-RAY_PROCESS_NAMES = ("raylet", "gcs_server", "ray::")
 
 
 @pytest.fixture(scope="session")
@@ -236,22 +235,27 @@ def assert_cluster_still_works(cluster: Cluster, directory: Path) -> None:
     assert only(verdicts, "RAY040").status == "confirmed"
 
 
-def _ray_processes() -> set[int]:
+def _leftovers(temp_root: str, before: set[int]) -> set[int]:
+    """Processes of the command's cluster still alive: those naming its temporary directory, and new
+    Ray workers orphaned to init (a cleanly stopped cluster leaves neither)."""
     found = set()
-    for process in psutil.process_iter(["pid", "name", "cmdline"]):
+    for process in psutil.process_iter(["pid", "ppid", "name", "cmdline"]):
         try:
-            text = " ".join([process.info["name"] or "", *(process.info["cmdline"] or [])])
+            cmdline = " ".join(process.info["cmdline"] or [])
+            name = process.info["name"] or ""
         except psutil.Error:
             continue
-        if any(name in text for name in RAY_PROCESS_NAMES):
+        orphan_worker = process.info["ppid"] == 1 and (name.startswith("ray::") or "ray::" in cmdline)
+        if temp_root in cmdline or (orphan_worker and process.info["pid"] not in before):
             found.add(process.info["pid"])
     return found
 
 
 def test_command_end_to_end_cleans_up_and_ignores_inherited_ray_address(cluster: Cluster, tmp_path: Path) -> None:
     (tmp_path / "gpu.py").write_text("import ray\n@ray.remote\ndef f(m):\n    return m.cuda()\n", encoding="utf-8")
-    before = _ray_processes()
-    env = {**os.environ, "RAY_ADDRESS": "127.0.0.1:1", "PYTHONIOENCODING": "utf-8"}
+    temp_root = tempfile.mkdtemp(prefix="rlt-", dir="/tmp")  # short: Ray's socket paths must fit in 108 bytes
+    before = {p.pid for p in psutil.process_iter()}
+    env = {**os.environ, "RAY_ADDRESS": "127.0.0.1:1", "PYTHONIOENCODING": "utf-8", "TMPDIR": temp_root}
     proc = subprocess.run(
         [sys.executable, "-m", "ray_lint", "verify", str(tmp_path), "--num-cpus", "1", "--repeat", "1",
          "--output-format", "json", "--trace-dir", str(tmp_path / "traces"), "--report", str(tmp_path / "report.html")],
@@ -266,8 +270,8 @@ def test_command_end_to_end_cleans_up_and_ignores_inherited_ray_address(cluster:
     ]
     report = (tmp_path / "report.html").read_text(encoding="utf-8")
     assert "gpu.py:2 RAY040" in report and "confirmed" in report and "<svg" in report
-    left = {pid for pid in _ray_processes() - before if psutil.pid_exists(pid)}
-    assert not left, f"Ray processes left behind: {left}"
+    assert not _leftovers(temp_root, before), "Ray processes left behind"
+    assert os.listdir(temp_root) == [], "the cluster's temporary directory was not removed"
 
 
 def test_help_says_it_executes_code() -> None:
@@ -315,3 +319,13 @@ def test_address_runs_on_an_existing_cluster_and_leaves_it_running(cluster: Clus
     (verdict,) = json.loads(proc.stdout)
     assert (verdict["code"], verdict["status"]) == ("RAY042", "confirmed")
     assert_cluster_still_works(cluster, tmp_path / "after")
+
+
+def test_rays_own_warnings_are_captured_as_evidence(cluster: Cluster, tmp_path: Path) -> None:
+    main = "ray.init()\n    print(squares(3))"
+    script = MEASURED_TEMPLATE.format(main=main).replace("def square(x):", "def square(x):\n    assert len(PAYLOAD) > 0")
+    script = script.replace("@ray.remote", "PAYLOAD = bytes(30 * 1024 * 1024)\n\n@ray.remote", 1)
+    verdict = only(run_verify(cluster, tmp_path, {"capture.py": script}), "RAY001")
+    assert verdict.mode == "measured", verdict.summary
+    warnings = verdict.to_json()["variants"]["as written"]["ray_warnings"]
+    assert any("remote function __main__.square is very large" in w for w in warnings), warnings

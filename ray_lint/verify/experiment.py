@@ -61,6 +61,7 @@ class Run:
     parallelism: float | None = None  # summed task time over the span the tasks covered
     peak: int = 0  # most tasks running at once
     timeline: list[tuple[float, float, str]] = field(default_factory=list)  # (start, end, worker) per task
+    ray_warnings: list[str] = field(default_factory=list)  # what Ray itself warned about during the run
 
 
 @dataclass
@@ -88,6 +89,7 @@ class Verdict:
                 "peak_concurrent_tasks": max((r.peak for r in runs), default=0),
                 "tasks_per_run": [r.tasks for r in runs],
                 "evidence": next((r.evidence for r in runs if r.evidence is not None), None),
+                "ray_warnings": sorted({w for r in runs for w in r.ray_warnings}),
                 "errors": [r.error for r in runs if r.error],
             }
 
@@ -199,6 +201,9 @@ class Experiment:
         if par_a is not None and par_b is not None:
             numbers += f"; parallelism {par_a:.1f} vs {par_b:.1f}, peak {max(r.peak for r in a)} vs {max(r.peak for r in b)} tasks at once"
         evidence_agrees = par_a is None or par_b is None or par_b >= par_a * 1.2
+        warned = sorted({w for r in a for w in r.ray_warnings} - {w for r in b for w in r.ray_warnings})
+        if warned:
+            numbers += f"; Ray itself warned in {plan.a.label}: {warned[0]}"
         if verdict.ratio >= self.threshold and evidence_agrees:
             verdict.status, verdict.summary = "confirmed", numbers
         elif verdict.ratio >= self.threshold:

@@ -58,7 +58,7 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
     os.environ.pop("RAY_ADDRESS", None)
     import ray
 
-    ray.init(address=spec["address"], log_to_driver=False)
+    ray.init(address=spec["address"], log_to_driver=True)  # Ray's warnings from workers reach the output
     warm_up(ray, int(spec.get("workers", 1)))
     connect, disconnect = ray.init, ray.shutdown
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -26,6 +27,11 @@ from ray_lint.verify.cluster import Cluster
 from ray_lint.verify.experiment import Experiment, Plan, Run, Subject, Variant, Verdict
 
 OUTPUT_TAIL_BYTES = 4000
+# Ray's own run-time warnings about the anti-patterns (text as Ray 2.60 prints it), kept as evidence.
+RAY_WARNINGS = re.compile(
+    r"(remote function \S+ is very large|More than \d+ tasks are pending submission to actor|"
+    r"Using blocking ray\.get inside async actor|PYTHON worker processes have been started)[^\n]*"
+)
 
 
 @dataclass
@@ -150,7 +156,7 @@ def run_variant(cluster: Cluster, variant: Variant, path: str, timeout: float, s
             timed_out = True
         finally:
             _kill_group(process)
-    tail = _tail(output_path)
+    tail, warnings = _tail(output_path), _ray_warnings(output_path)
     if timed_out:
         return Run(False, f"timed out after {timeout:g} s", timeout, timed_out=True, output_tail=tail)
     try:
@@ -158,7 +164,8 @@ def run_variant(cluster: Cluster, variant: Variant, path: str, timeout: float, s
     except (OSError, ValueError):
         return Run(False, f"the variant's process exited with status {process.returncode}: {tail[-300:]}", 0.0, output_tail=tail)
     return Run(
-        data["ok"], data["error"], data["wall_s"], tuple(data["window"]), data["value"], data["evidence"], output_tail=tail
+        data["ok"], data["error"], data["wall_s"], tuple(data["window"]), data["value"], data["evidence"],
+        output_tail=tail, ray_warnings=warnings,
     )
 
 
@@ -174,6 +181,19 @@ def _tail(path: str) -> str:
         handle.seek(0, os.SEEK_END)
         handle.seek(max(0, handle.tell() - OUTPUT_TAIL_BYTES))
         return handle.read().decode("utf-8", "replace")
+
+
+def _ray_warnings(path: str, limit: int = 5) -> list[str]:
+    """Ray's warnings about the anti-patterns in a variant's whole output, read line by line."""
+    found: list[str] = []
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        for line in handle:
+            match = RAY_WARNINGS.search(line)
+            if match and match.group(0).strip() not in found:
+                found.append(match.group(0).strip()[:200])
+                if len(found) >= limit:
+                    break
+    return found
 
 
 def task_events(events: list[dict[str, Any]], window: tuple[float, float]) -> list[tuple[float, float, str]]:
