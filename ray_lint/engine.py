@@ -38,17 +38,14 @@ def file_error(message: str, line: int = 1, column: int = 1) -> Diagnostic:
     )
 
 
-def needs_parse(text: str, rules: list[Rule]) -> bool:
-    return any(rule.wants(text) for rule in rules)
-
-
 def lint_text(text: str, rules: list[Rule]) -> list[Diagnostic]:
     """Run `rules` on one file's text. Never raises: failures become RAY000 diagnostics (when RAY000 is
     among `rules`)."""
-    if not needs_parse(text, rules):  # the cheap check first: most files in a tree never mention Ray
+    wanting = [rule for rule in rules if rule.wants(text)]  # the cheap check first: most files never mention Ray
+    if not wanting:
         return []
     suppression = noqa.file_suppression(text)
-    active = [rule for rule in rules if not noqa.file_suppresses(suppression, rule.code) and rule.wants(text)]
+    active = [rule for rule in wanting if not noqa.file_suppresses(suppression, rule.code)]
     if not active:
         return []
     report_file_errors = any(rule.code == FILE_ERROR_CODE for rule in active)

@@ -472,22 +472,25 @@ class SemanticModel:
         return self._remotes
 
     def _mark_escapes(self, applying_calls: set[int]) -> None:
-        """Flag remote functions and actor classes passed by name to other calls (a worker-group
-        factory, `map_batches`, a trainer): that code may set their options, so they are unknowable."""
+        """Flag remote functions and actor classes handed by name to other calls (a worker-group
+        factory, `map_batches`, a trainer): that code may set their options, so they are unknowable.
+        Only direct hand-overs count (`f(Actor)`, `f(cls=Actor)`, `f([A, B])`): a walk of every
+        argument's subtree would cost a second pass over the file."""
         names = {remote.name for remote in self.remote_defs} | {
             name for scope in self.scopes for name, bindings in scope.bindings.items()
             if any(b.kind == "assign" and isinstance(b.value, cst.Call) and id(b.value) in self._remote_by_node for b in bindings)
         }
+        if not names:
+            return
         for site in self.calls:
             if id(site.node) in applying_calls or id(site.node.func) in applying_calls:
                 continue
             for arg in site.node.args:
-                handled: set[int] = set()  # `X.remote(...)`, `X.options(...)`: uses, not hand-overs
-                for node in iter_subtree(arg.value, into_functions=False):
-                    if isinstance(node, cst.Attribute) and node.attr.value in ("remote", "options", "bind"):
-                        handled.add(id(node.value))
-                    elif isinstance(node, cst.Name) and node.value in names and id(node) not in handled:
-                        remote = self.remote_def_of(node, site.scope, site.index)
+                value = arg.value  # the name itself, or an item of a literal list, tuple, set or dict
+                items = [e.value for e in value.elements] if isinstance(value, (cst.List, cst.Tuple, cst.Set, cst.Dict)) else [value]
+                for item in items:
+                    if isinstance(item, cst.Name) and item.value in names:
+                        remote = self.remote_def_of(item, site.scope, site.index)
                         if remote is not None:
                             remote.escapes = True
 
@@ -810,11 +813,12 @@ class SemanticModel:
             if any(loop.contains_index(b.index) or (b.kind == "loop-target" and b.loop is loop) for b in bindings)
         }
 
-    def sequential_by_design(self, loop: Loop, waiting: CallSite) -> bool:
+    def sequential_by_design(self, loop: Loop, waiting: CallSite, results: LoopResults | None = None) -> bool:
         """Whether a loop waits for one call at a time on purpose: it always exits in its first
         iteration, or right after the wait; it retries until an attempt succeeds (`try: ...; break`);
         it runs forever with no exit (a consumer: there is no "all" to submit first); it times each
-        iteration (a benchmark); or it polls, or decides whether to go on, from the results it fetches."""
+        iteration (a benchmark); or it polls, or decides whether to go on, from the results it fetches
+        (`results`: the loop's `LoopResults` for the caller's fetch functions; `ray.get` by default)."""
         if not isinstance(loop.node, (cst.For, cst.While)):
             return False
         body = block_statements(loop.node.body)
@@ -829,7 +833,7 @@ class SemanticModel:
         timers = [site.index for name in TIMERS for site in self.calls_to(name) if loop.contains_index(site.index)]
         if any(i < waiting.index for i in timers) and any(i > waiting.index for i in timers):
             return True
-        facts = self.loop_results(loop)
+        facts = results or self.loop_results(loop)
         return facts.exits_on_result or facts.polls
 
     def repeats_discarded_call(self, loop: Loop, get: CallSite, call: cst.Call) -> bool:

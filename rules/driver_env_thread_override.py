@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import libcst as cst
 
 from ray_lint.diagnostics import Severity
 from ray_lint.model import ALL_CORES, CallSite, Scope, SemanticModel, literal_number, literal_string
 from ray_lint.rule import Context, Invalid, Rule, Valid
-from ray_lint.verify.experiment import Experiment, Plan, Run, Subject, Variant, Verdict, script
+from ray_lint.verify.experiment import EvidenceExperiment, Plan, Status, Subject, Variant, script
 
 THREAD_VARIABLES = frozenset(
     {
@@ -28,7 +29,7 @@ __ray_lint_evidence__ = ray.get(probe.remote())
 """
 
 
-class DriverEnvThreadOverrideExperiment(Experiment):
+class DriverEnvThreadOverrideExperiment(EvidenceExperiment):
     """What a default task sees of the variable when it is set for the workers, next to Ray's own
     default. The verifier's cluster already runs, so the setting is applied through `runtime_env`
     (what `ray.init` after `os.environ[...] = ...` gives a local cluster's workers)."""
@@ -45,21 +46,13 @@ class DriverEnvThreadOverrideExperiment(Experiment):
             f"a default task (num_cpus=1) with {variable}={value if value is not None else 'the core count'} for its worker",
         )
 
-    def judge(self, subject: Subject, plan: Plan, a: list[Run], b: list[Run]) -> Verdict:
-        verdict = super().judge(subject, plan, a, b)
-        if verdict.status == "inconclusive" and verdict.ratio is None:
-            return verdict
-        verdict.ratio, verdict.same_results = None, None
+    def read(self, subject: Subject, flagged: Any, compared: Any) -> tuple[Status, str]:
         variable = subject.facts["variable"]
-        seen, default = a[0].evidence, b[0].evidence
-        value = seen.get(variable)
-        numbers = f"with the setting the task saw {seen}; by default {default}"
+        value = flagged.get(variable)
+        numbers = f"with the setting the task saw {flagged}; by default {compared}"
         if value is not None and value.isdigit() and int(value) > 1:
-            verdict.status = "confirmed"
-            verdict.summary = f"{variable}={value} reached a task that requested 1 CPU ({numbers})"
-        else:
-            verdict.status, verdict.summary = "not reproduced", numbers
-        return verdict
+            return "confirmed", f"{variable}={value} reached a task that requested 1 CPU ({numbers})"
+        return "not reproduced", numbers
 
 
 class DriverEnvThreadOverride(Rule):

@@ -308,9 +308,9 @@ nowhere else.
         loop = model.common_loop(get.loop, created_in)
         if loop is None or model.single_actor(submission, loop) is not None:
             return  # one actor runs the calls one at a time anyway: RAY010's concern, not the get's
-        if model.sequential_by_design(loop, get) or model.repeats_discarded_call(loop, get, submission.call):
-            return
         facts = model.loop_results(loop, get_functions, helpers)
+        if model.sequential_by_design(loop, get, facts) or model.repeats_discarded_call(loop, get, submission.call):
+            return
         if self._is_sequential(model, loop, facts, submission.call, submission.handle, producer.index, get.node):
             return
         if _waited_before(model, get, producer):
@@ -359,9 +359,11 @@ nowhere else.
             if site.loop is None or not isinstance(site.node.func, cst.Name) or scope_within(site.scope, info.scope):
                 continue
             binding = model.reaching_binding(name, site.scope, site.index)
-            if binding is None or binding.node is not info.node or model.sequential_by_design(site.loop, site):
+            if binding is None or binding.node is not info.node:
                 continue
             facts = model.loop_results(site.loop, get_functions, helpers)
+            if model.sequential_by_design(site.loop, site, facts):
+                continue
             if self._is_sequential(model, site.loop, facts, site.node, None, site.index, site.node):
                 continue
             line = model.position(inner_get.node).start.line
@@ -383,15 +385,14 @@ nowhere else.
         waiting: cst.Call,
     ) -> bool:
         """Whether the loop cannot run its tasks in parallel, or does not wait where it seems to: the next
-        submission (`call`, made at event `at`) or the decision to go on needs a result fetched in the
-        loop, the waiting call runs only under a condition read from an earlier result, or the loop polls
-        (sleeps between rounds)."""
+        submission (`call`, made at event `at`) needs a result fetched in the loop, or the waiting call
+        runs only under a condition read from an earlier result."""
         inputs = set().union(*(names_read(arg.value) for arg in call.args))
         if handle is not None:
             inputs |= names_read(handle)
         if model.carried_names(loop, inputs, at) & facts.derived:
             return True
-        return facts.exits_on_result or facts.polls or waiting in facts.guarded_nodes
+        return waiting in facts.guarded_nodes
 
     def _fix(self, ctx: Context, get: CallSite, loop: Loop, producer: cst.Call) -> FixPlan | None:
         """Submit everything, then one `ray.get`: for a comprehension whose element is the get, and for a

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import libcst as cst
 
 from ray_lint.diagnostics import Applicability, Severity
 from ray_lint.model import RemoteDef, SemanticModel, child_nodes, literal_string
 from ray_lint.rule import Context, FixPlan, Invalid, Rule, Valid
-from ray_lint.verify.experiment import Experiment, Plan, Run, Subject, Variant, Verdict, script
+from ray_lint.verify.experiment import EvidenceExperiment, Plan, Status, Subject, Variant, script
 
 # `torch.cuda` functions that only ask whether a GPU is there.
 PROBES = frozenset({"is_available", "device_count", "is_initialized"})
@@ -27,7 +28,7 @@ __ray_lint_evidence__ = ray.get(probe.remote())
 """
 
 
-class GpuWithoutNumGpusExperiment(Experiment):
+class GpuWithoutNumGpusExperiment(EvidenceExperiment):
     """What a task sees of the node's GPUs without `num_gpus` and with it. On a machine without GPUs
     the verifier's cluster has logical ones, which is enough to show Ray's isolation (or its absence)."""
 
@@ -41,25 +42,16 @@ class GpuWithoutNumGpusExperiment(Experiment):
             "a task's CUDA_VISIBLE_DEVICES and ray.get_gpu_ids(), without and with num_gpus",
         )
 
-    def judge(self, subject: Subject, plan: Plan, a: list[Run], b: list[Run]) -> Verdict:
-        verdict = super().judge(subject, plan, a, b)
-        if verdict.status == "inconclusive" and verdict.ratio is None:
-            return verdict
-        without, with_gpu = a[0].evidence, b[0].evidence
-        verdict.ratio, verdict.same_results = None, None
-        seen = without["CUDA_VISIBLE_DEVICES"]
-        isolated = with_gpu["gpu_ids"] and with_gpu["CUDA_VISIBLE_DEVICES"] == ",".join(with_gpu["gpu_ids"])
+    def read(self, subject: Subject, flagged: Any, compared: Any) -> tuple[Status, str]:
+        seen = flagged["CUDA_VISIBLE_DEVICES"]
+        isolated = compared["gpu_ids"] and compared["CUDA_VISIBLE_DEVICES"] == ",".join(compared["gpu_ids"])
         numbers = (
-            f"without num_gpus: ray.get_gpu_ids()={without['gpu_ids']}, CUDA_VISIBLE_DEVICES={seen!r}; "
-            f"with num_gpus=1: {with_gpu['gpu_ids']}, {with_gpu['CUDA_VISIBLE_DEVICES']!r}"
+            f"without num_gpus: ray.get_gpu_ids()={flagged['gpu_ids']}, CUDA_VISIBLE_DEVICES={seen!r}; "
+            f"with num_gpus=1: {compared['gpu_ids']}, {compared['CUDA_VISIBLE_DEVICES']!r}"
         )
-        if not without["gpu_ids"] and isolated and seen not in ("", None):
-            verdict.status = "confirmed"
-            verdict.summary = f"the task gets no GPU from Ray yet sees {seen!r}, every GPU of the node ({numbers})"
-        else:
-            verdict.status = "not reproduced"
-            verdict.summary = f"this Ray hides the GPUs from a task that requests none ({numbers})"
-        return verdict
+        if not flagged["gpu_ids"] and isolated and seen not in ("", None):
+            return "confirmed", f"the task gets no GPU from Ray yet sees {seen!r}, every GPU of the node ({numbers})"
+        return "not reproduced", f"this Ray hides the GPUs from a task that requests none ({numbers})"
 
 
 class GpuWithoutNumGpus(Rule):

@@ -211,7 +211,9 @@ There is no automatic fix: how many actors to run depends on their memory and th
                 continue
             method = model.method(actor.cls, submission.method)
             iterations = model.literal_iterations(site.loop)
-            if (iterations is not None and iterations < 2) or method is None or not self._serializes(model, actor) or model.mutates_state(method):
+            if iterations is not None and iterations < 2:
+                continue
+            if method is None or not self._serializes(model, actor) or model.mutates_state(method):
                 continue
             fetch = _fetch_in_iteration(model, site)
             if fetch is not None:
@@ -262,10 +264,10 @@ def _collected(model: SemanticModel, site: CallSite, loop: Loop) -> bool:
         return any(element.value is call for element in statement.value.elements)
     if isinstance(statement, cst.Assign):
         for target in statement.targets:
-            if isinstance(target.target, cst.Subscript) and statement.value is call:
-                return True
-            if isinstance(target.target, cst.Subscript) and any(
-                isinstance(s.slice, cst.Index) and s.slice.value is call for s in target.target.slice
+            subscript = target.target
+            if isinstance(subscript, cst.Subscript) and (
+                statement.value is call  # refs[k] = ref
+                or any(isinstance(s.slice, cst.Index) and s.slice.value is call for s in subscript.slice)  # d[ref] = k
             ):
                 return True
         names = [t.target.value for t in statement.targets if isinstance(t.target, cst.Name)]

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import libcst as cst
 
 from ray_lint.diagnostics import Severity
 from ray_lint.model import ALL_CORES, CallSite, RemoteDef, SemanticModel, literal_number, names_read
 from ray_lint.rule import Context, Invalid, Rule, Valid
-from ray_lint.verify.experiment import Experiment, Plan, Run, Subject, Variant, Verdict, script
+from ray_lint.verify.experiment import EvidenceExperiment, Plan, Status, Subject, Variant, script
 
 Count = float | None  # a number of threads, ALL_CORES, or None when unknown
 
@@ -71,7 +73,7 @@ __ray_lint_evidence__ = ray.get(probe.remote())
 """
 
 
-class ThreadOversubscriptionExperiment(Experiment):
+class ThreadOversubscriptionExperiment(EvidenceExperiment):
     """Run the flagged call inside a task with the task's `num_cpus`, and read the thread pools the
     libraries report, next to the same task without the call (Ray's defaults)."""
 
@@ -100,23 +102,13 @@ class ThreadOversubscriptionExperiment(Experiment):
             f"the flagged call run in a task with num_cpus={facts['num_cpus']:g}, thread pools read back",
         )
 
-    def judge(self, subject: Subject, plan: Plan, a: list[Run], b: list[Run]) -> Verdict:
-        verdict = super().judge(subject, plan, a, b)
-        if verdict.status == "inconclusive" and verdict.ratio is None:
-            return verdict
-        verdict.ratio, verdict.same_results = None, None
-        flagged, default = a[0].evidence, b[0].evidence
-        num_cpus = flagged["num_cpus"]
-        counts = flagged["counts"]
+    def read(self, subject: Subject, flagged: Any, compared: Any) -> tuple[Status, str]:
+        num_cpus, counts = flagged["num_cpus"], flagged["counts"]
         if not counts:
-            verdict.status = "inconclusive"
-            verdict.summary = "no library here reports its thread count (torch, numba, cv2, threadpoolctl, joblib)"
-            return verdict
-        largest = max(counts.values())
-        numbers = f"{counts} in a task with num_cpus={num_cpus:g} (Ray's defaults: {default['counts'] or 'no pools'}, OMP_NUM_THREADS={default['OMP_NUM_THREADS']})"
-        verdict.status = "confirmed" if largest > num_cpus else "not reproduced"
-        verdict.summary = numbers
-        return verdict
+            return "inconclusive", "no library here reports its thread count (torch, numba, cv2, threadpoolctl, joblib)"
+        defaults = f"Ray's defaults: {compared['counts'] or 'no pools'}, OMP_NUM_THREADS={compared['OMP_NUM_THREADS']}"
+        status: Status = "confirmed" if max(counts.values()) > num_cpus else "not reproduced"
+        return status, f"{counts} in a task with num_cpus={num_cpus:g} ({defaults})"
 
 
 class ThreadOversubscription(Rule):

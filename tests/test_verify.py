@@ -27,6 +27,28 @@ from ray_lint.verify.runner import verify
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
 
+# A user's script with a RAY001 finding the fix applies to, and an entry point that runs it.
+SCRIPT_TEMPLATE = """
+import sys
+import time
+import ray
+
+@ray.remote
+def square(x):
+    time.sleep(0.3)
+    return x * x
+
+def squares(n):
+    results = []
+    for i in range(n):
+        results.append(ray.get(square.remote(i)))
+    return results
+
+if __name__ == "__main__":
+    {main}
+"""
+
+
 @pytest.fixture(scope="session")
 def cluster() -> Iterator[Cluster]:
     started = Cluster.start(num_cpus=2)
@@ -72,26 +94,8 @@ def test_get_in_loop_modelled_is_confirmed_with_timeline_evidence(cluster: Clust
 
 
 def test_get_in_loop_measured_on_the_users_own_script(cluster: Cluster, tmp_path: Path) -> None:
-    verdicts = run_verify(cluster, tmp_path, {"script.py": """
-        import time
-        import ray
-
-        @ray.remote
-        def square(x):
-            time.sleep(0.3)
-            return x * x
-
-        def squares(n):
-            results = []
-            for i in range(n):
-                results.append(ray.get(square.remote(i)))
-            return results
-
-        if __name__ == "__main__":
-            ray.init()
-            print(squares(6))
-            ray.shutdown()
-    """}, repeat=2)
+    main = "ray.init()\n    print(squares(6))\n    ray.shutdown()"
+    verdicts = run_verify(cluster, tmp_path, {"script.py": SCRIPT_TEMPLATE.format(main=main)}, repeat=2)
     verdict = only(verdicts, "RAY001")
     assert (verdict.status, verdict.mode) == ("confirmed", "measured"), verdict.summary
     assert verdict.ratio is not None and verdict.ratio >= 1.5
@@ -177,29 +181,11 @@ def test_driver_env_override_reaches_the_task(cluster: Cluster, tmp_path: Path) 
     assert verdict.runs[1][0].evidence["MKL_NUM_THREADS"] is None
 
 
-MEASURED_TEMPLATE = """
-import sys
-import time
-import ray
-
-@ray.remote
-def square(x):
-    return x * x
-
-def squares(n):
-    results = []
-    for i in range(n):
-        results.append(ray.get(square.remote(i)))
-    return results
-
-if __name__ == "__main__":
-    {main}
-"""
 
 
 def test_a_hanging_script_is_inconclusive_and_leaves_the_cluster_usable(cluster: Cluster, tmp_path: Path) -> None:
     (tmp_path / "faulty").mkdir()
-    verdicts = run_verify(cluster, tmp_path / "faulty", {"hangs.py": MEASURED_TEMPLATE.format(main="time.sleep(600)")}, timeout=15)
+    verdicts = run_verify(cluster, tmp_path / "faulty", {"hangs.py": SCRIPT_TEMPLATE.format(main="time.sleep(600)")}, timeout=15)
     verdict = only(verdicts, "RAY001")
     assert (verdict.status, verdict.mode) == ("inconclusive", "measured"), verdict.summary
     assert "timed out" in verdict.summary
@@ -213,7 +199,7 @@ def test_a_hanging_script_is_inconclusive_and_leaves_the_cluster_usable(cluster:
 )
 def test_a_script_that_cannot_run_falls_back_to_the_model(cluster: Cluster, tmp_path: Path, main: str, reason: str) -> None:
     (tmp_path / "faulty").mkdir()
-    verdicts = run_verify(cluster, tmp_path / "faulty", {"faulty.py": MEASURED_TEMPLATE.format(main=main)})
+    verdicts = run_verify(cluster, tmp_path / "faulty", {"faulty.py": SCRIPT_TEMPLATE.format(main=main)})
     verdict = only(verdicts, "RAY001")
     assert (verdict.status, verdict.mode) == ("confirmed", "modelled"), verdict.summary
     assert reason in verdict.shape and "8 iterations (count not in the code" in verdict.shape
@@ -222,7 +208,7 @@ def test_a_script_that_cannot_run_falls_back_to_the_model(cluster: Cluster, tmp_
 
 def test_scripts_that_manage_ray_themselves_or_print_megabytes(cluster: Cluster, tmp_path: Path) -> None:
     main = "ray.init(num_cpus=1)\n    print('x' * 5_000_000)\n    print(squares(4))\n    ray.shutdown()"
-    verdicts = run_verify(cluster, tmp_path, {"noisy.py": MEASURED_TEMPLATE.format(main=main)})
+    verdicts = run_verify(cluster, tmp_path, {"noisy.py": SCRIPT_TEMPLATE.format(main=main)})
     verdict = only(verdicts, "RAY001")
     assert verdict.mode == "measured" and verdict.status != "inconclusive", verdict.summary
     assert all(len(run.output_tail) <= 4000 for run in verdict.runs[0])
@@ -323,7 +309,7 @@ def test_address_runs_on_an_existing_cluster_and_leaves_it_running(cluster: Clus
 
 def test_rays_own_warnings_are_captured_as_evidence(cluster: Cluster, tmp_path: Path) -> None:
     main = "ray.init()\n    print(squares(3))"
-    script = MEASURED_TEMPLATE.format(main=main).replace("def square(x):", "def square(x):\n    assert len(PAYLOAD) > 0")
+    script = SCRIPT_TEMPLATE.format(main=main).replace("def square(x):", "def square(x):\n    assert len(PAYLOAD) > 0")
     script = script.replace("@ray.remote", "PAYLOAD = bytes(30 * 1024 * 1024)\n\n@ray.remote", 1)
     verdict = only(run_verify(cluster, tmp_path, {"capture.py": script}), "RAY001")
     assert verdict.mode == "measured", verdict.summary

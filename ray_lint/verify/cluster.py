@@ -14,7 +14,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 EVENT_INTERVAL_MS = 100  # how often workers of an owned cluster send task events (Ray's default: 1000)
@@ -32,7 +32,6 @@ class Cluster:
     owned: bool
     temp_dir: str | None = None
     gpus_are_logical: bool = False
-    _pids: set[int] = field(default_factory=set)
 
     @classmethod
     def start(cls, num_cpus: int | None = None, address: str | None = None) -> Cluster:
@@ -62,7 +61,7 @@ class Cluster:
                 _temp_dir=temp_dir,
             )
         resources = ray.cluster_resources()
-        cluster = cls(
+        return cls(
             context.address_info["gcs_address"],
             resources.get("CPU", 0),
             resources.get("GPU", 0),
@@ -70,8 +69,6 @@ class Cluster:
             temp_dir=temp_dir,
             gpus_are_logical=logical,
         )
-        cluster._pids = _processes_under(temp_dir)
-        return cluster
 
     def timeline(self, settle_s: float = TIMELINE_SETTLE_S) -> list[dict[str, Any]]:
         """Every task event the cluster recorded, after giving the last ones time to arrive."""
@@ -91,11 +88,13 @@ class Cluster:
         """Disconnect; for a cluster ray-lint started, stop it and kill anything it left behind."""
         import ray
 
+        # The process tree is read before the shutdown, while workers still hang under their raylet.
+        started = _processes_under(self.temp_dir) if self.owned and self.temp_dir is not None else set()
         try:
             ray.shutdown()
         finally:
             if self.owned and self.temp_dir is not None:
-                for pid in self._pids | _processes_under(self.temp_dir):
+                for pid in started | _processes_under(self.temp_dir):
                     _kill(pid)
                 shutil.rmtree(self.temp_dir, ignore_errors=True)
 

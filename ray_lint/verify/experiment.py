@@ -134,33 +134,30 @@ class Subject:
         module = cst.parse_module(self.text)
         if any(_is_main_guard(statement) for statement in module.body):
             return True
-        model = SemanticModel(module)
-        line = self.diagnostic.start.line
-        return not any(
-            model.position(info.node).start.line <= line <= model.position(info.node).end.line for info in model.functions
-        )
-
-    def model(self) -> SemanticModel:
-        return SemanticModel(cst.parse_module(self.text))
+        return not _functions_holding(module, self.diagnostic.start.line)
 
     def instrumented(self, text: str) -> str:
-        """`text` with the function that holds the finding decorated with the probe's timer, so that
-        the verdict times that function (and compares its return values), not the whole script."""
-        module = cst.parse_module(text)
-        model = SemanticModel(module)
-        line = self.diagnostic.start.line
-        holders = []
-        for info in model.functions:
-            span = model.position(info.node)
-            if span.start.line <= line <= span.end.line and info.node.asynchronous is None:
-                holders.append((span.start.line, info.node))
+        """`text` with the innermost (non-async) function that holds the finding decorated with the
+        probe's timer, so that the verdict times that function and compares its return values."""
+        holders = [
+            (start, node)
+            for start, node in _functions_holding(cst.parse_module(text), self.diagnostic.start.line)
+            if node.asynchronous is None
+        ]
         if not holders:
             return text
-        start, node = max(holders, key=lambda item: item[0])  # the innermost
+        start = max(holders, key=lambda item: item[0])[0]
         lines = text.splitlines(keepends=True)
         indent = lines[start - 1][: len(lines[start - 1]) - len(lines[start - 1].lstrip())]
         lines.insert(start - 1, f"{indent}@__ray_lint_timer__\n")
         return "".join(lines)
+
+
+def _functions_holding(module: cst.Module, line: int) -> list[tuple[int, cst.FunctionDef]]:
+    """(first line, node) of every function whose code spans `line`."""
+    model = SemanticModel(module)
+    spans = [(model.position(info.node), info.node) for info in model.functions]
+    return [(span.start.line, node) for span, node in spans if span.start.line <= line <= span.end.line]
 
 
 def _is_main_guard(statement: cst.CSTNode) -> bool:
@@ -181,6 +178,7 @@ class Experiment:
         raise NotImplementedError
 
     def judge(self, subject: Subject, plan: Plan, a: list[Run], b: list[Run]) -> Verdict:
+        """Inconclusive when a run failed; otherwise `judge_runs` decides."""
         verdict = Verdict(
             subject.path, subject.diagnostic.start.line, subject.diagnostic.code, "inconclusive", plan.mode, "",
             plan.shape, (plan.a.label, plan.b.label), runs=(a, b),
@@ -191,6 +189,10 @@ class Experiment:
             reason = "timed out" if first.timed_out else f"raised: {_last_line(first.error)}"
             verdict.summary = f"the code could not run here ({reason})"
             return verdict
+        return self.judge_runs(verdict, subject, plan, a, b)
+
+    def judge_runs(self, verdict: Verdict, subject: Subject, plan: Plan, a: list[Run], b: list[Run]) -> Verdict:
+        """By wall time, when Ray's timeline agrees that B runs more tasks at once."""
         if plan.mode == "measured" and max(r.tasks for r in a) < 2:
             verdict.summary = "the script's entry point ran fewer than 2 tasks: it does not reach the flagged code"
             return verdict
@@ -217,6 +219,18 @@ class Experiment:
     def why_not(self, subject: Subject, plan: Plan, a: list[Run], b: list[Run]) -> str:
         """A hint, after the numbers, on why the slowdown did not show."""
         return f": below the {self.threshold:.1f}× threshold"
+
+
+class EvidenceExperiment(Experiment):
+    """An experiment judged on what Ray hands the task, read inside it (its GPUs, thread pools,
+    environment), not on timing: `read` turns the two variants' evidence into a verdict."""
+
+    def judge_runs(self, verdict: Verdict, subject: Subject, plan: Plan, a: list[Run], b: list[Run]) -> Verdict:
+        verdict.status, verdict.summary = self.read(subject, a[0].evidence, b[0].evidence)
+        return verdict
+
+    def read(self, subject: Subject, flagged: Any, compared: Any) -> tuple[Status, str]:
+        raise NotImplementedError
 
 
 def _last_line(error: str | None) -> str:

@@ -15,7 +15,7 @@ import sys
 import tempfile
 from collections.abc import Callable, Iterable
 from contextlib import suppress
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -39,8 +39,8 @@ class Job:
     subject: Subject
     experiment: Experiment
     plan: Plan
-    a: list[Run]
-    b: list[Run]
+    a: list[Run] = field(default_factory=list)
+    b: list[Run] = field(default_factory=list)
 
 
 def verify(
@@ -67,7 +67,7 @@ def plan_findings(files: Iterable[Path], resolver: Resolver, cluster: Cluster) -
         result = lint_file(path, resolver.settings_for(path), RunOptions(write=False))
         for diagnostic in result.diagnostics:
             rule = rule_by_code_or_name(diagnostic.code)
-            experiment = getattr(rule, "experiment", None) if rule is not None else None
+            experiment = rule.experiment if rule is not None else None
             if experiment is None or result.source is None:
                 continue
             subject = Subject(str(path), result.source, diagnostic, cluster.num_cpus, cluster.num_gpus)
@@ -78,7 +78,7 @@ def plan_findings(files: Iterable[Path], resolver: Resolver, cluster: Cluster) -
             if isinstance(plan, str):
                 verdicts.append(Verdict(subject.path, diagnostic.start.line, diagnostic.code, "inconclusive", None, plan))
             else:
-                jobs.append(Job(subject, experiment, plan, [], []))
+                jobs.append(Job(subject, experiment, plan))
     return jobs, verdicts
 
 
