@@ -38,9 +38,10 @@ def file_error(message: str, line: int = 1, column: int = 1) -> Diagnostic:
     )
 
 
-def lint_text(text: str, rules: list[Rule]) -> list[Diagnostic]:
+def lint_text(text: str, rules: list[Rule], line_noqa: bool = True) -> list[Diagnostic]:
     """Run `rules` on one file's text. Never raises: failures become RAY000 diagnostics (when RAY000 is
-    among `rules`)."""
+    among `rules`). `line_noqa=False` leaves `# noqa` comments to the caller (flake8 reads them itself);
+    a file-level `# ray-lint: noqa` always applies."""
     wanting = [rule for rule in rules if rule.wants(text)]  # the cheap check first: most files never mention Ray
     if not wanting:
         return []
@@ -54,6 +55,8 @@ def lint_text(text: str, rules: list[Rule]) -> list[Diagnostic]:
     ]
     if not diagnostics:
         return []
+    if not line_noqa:
+        return sorted(diagnostics, key=lambda d: (d.start, d.code))
     lines = noqa.NoqaMap.build(text)
     kept = []
     for diagnostic in diagnostics:
