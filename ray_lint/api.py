@@ -18,6 +18,7 @@ from ray_lint import engine, noqa
 from ray_lint.config import Resolver, Settings
 from ray_lint.diagnostics import FileResult
 from ray_lint.files import Skipped, discover
+from ray_lint.notebook import CellsChanged
 from ray_lint.source import Source, SourceError, decode, read_path
 
 PARALLEL_MIN_FILES_PER_JOB = 4
@@ -33,7 +34,7 @@ class RunOptions:
 
 def lint_source(source: Source, path: str, settings: Settings, options: RunOptions = RunOptions()) -> FileResult:
     """Lint (and, as asked, fix or annotate) one file's decoded text. Never raises."""
-    result = FileResult(path=path, source=source.text)
+    result = FileResult(path=path, source=source.text, notebook=source.notebook)
     try:
         rules = settings.rules_for(Path(path))
         text = source.text
@@ -57,6 +58,12 @@ def lint_source(source: Source, path: str, settings: Settings, options: RunOptio
                 result.fixed_source = annotated
         else:
             result.diagnostics = engine.lint_text(text, rules)
+        if result.fixed_source is not None and source.notebook is not None:
+            source.notebook.changed_cells(result.fixed_source)  # raises when the cells would break
+    except CellsChanged as error:
+        result.diagnostics.append(engine.file_error(f"fixes not applied: {error}"))
+        result.fixed_source = None
+        result.fixes_applied = {}
     except Exception as error:  # a bug in ray-lint must not lose other files' results
         result.diagnostics = [engine.file_error(f"internal error: {type(error).__name__}: {error}")]
         result.fixed_source = None
@@ -72,9 +79,10 @@ def lint_file(path: Path, settings: Settings, options: RunOptions = RunOptions()
             result.diagnostics = [engine.file_error(error.message, error.line, error.column)]
         return result
     result = lint_source(source, str(path), settings, options)
-    if result.fixed_source is not None and options.write:
+    fixed = result.file_text()
+    if fixed is not None and options.write:
         try:
-            write_atomically(path, result.fixed_source, source.encoding)
+            write_atomically(path, fixed, source.encoding)
         except OSError as error:
             result.diagnostics.append(engine.file_error(f"fixes could not be written: {error.strerror or error}"))
     return result
@@ -83,7 +91,7 @@ def lint_file(path: Path, settings: Settings, options: RunOptions = RunOptions()
 def lint_bytes(data: bytes, path: str, settings: Settings, options: RunOptions = RunOptions()) -> FileResult:
     """Lint text that did not come from a file (standard input)."""
     try:
-        source = decode(data)
+        source = decode(data, Path(path))
     except SourceError as error:
         result = FileResult(path=path)
         if engine.FILE_ERROR_CODE in settings.codes_for(Path(path)):

@@ -157,7 +157,8 @@ def run_check(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
         settings = resolver.settings_for(Path(name).absolute())
         result = lint_bytes(sys.stdin.buffer.read(), name, settings, options)
         if args.fix and not args.diff:
-            stdout.write(result.fixed_source if result.fixed_source is not None else result.source or "")
+            unchanged = result.notebook.raw if result.notebook is not None else result.source or ""
+            stdout.write(result.file_text() or unchanged)
             stdout = stderr  # the fixed source owns standard output
         results.append(result)
     else:
@@ -216,14 +217,18 @@ def _print_diff(results: list[FileResult], stdout: TextIO) -> bool:
         if result.fixed_source is None or result.source is None:
             continue
         changed = True
-        stdout.writelines(
-            difflib.unified_diff(
-                result.source.splitlines(keepends=True),
-                result.fixed_source.splitlines(keepends=True),
-                fromfile=f"a/{result.path}",
-                tofile=f"b/{result.path}",
+        if result.notebook is not None:
+            pairs = [
+                (f"{result.path}:cell {cell.index}", cell.text, text)
+                for cell, text in result.notebook.changed_cells(result.fixed_source)
+            ]
+        else:
+            pairs = [(result.path, result.source, result.fixed_source)]
+        for label, before, after in pairs:
+            old, new = (text if text.endswith("\n") else text + "\n" for text in (before, after))  # cells often lack one
+            stdout.writelines(
+                difflib.unified_diff(old.splitlines(True), new.splitlines(True), fromfile=f"a/{label}", tofile=f"b/{label}")
             )
-        )
     return changed
 
 

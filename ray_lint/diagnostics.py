@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ray_lint.notebook import Notebook
 
 DOCS_BASE_URL = "https://github.com/ray-lint/ray-lint/blob/main/docs/rules"
 
@@ -79,3 +82,10 @@ class FileResult:
     fixes_applied: dict[str, int] = field(default_factory=dict)
     refused_fixes: list[Diagnostic] = field(default_factory=list)  # fixes not applied: they would not parse
     noqa_added: int = 0
+    notebook: Notebook | None = None  # for a notebook: positions above are in its cells' joint Python text
+
+    def file_text(self) -> str | None:
+        """The file's content with the fixes applied (for a notebook, its JSON); None without fixes."""
+        if self.fixed_source is None:
+            return None
+        return self.notebook.render(self.fixed_source) if self.notebook is not None else self.fixed_source

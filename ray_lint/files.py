@@ -1,4 +1,4 @@
-"""Finding the files to lint: directories are walked, honouring `.gitignore` files and `exclude`."""
+"""Finding the files to lint (Python files and Jupyter notebooks): directories are walked, honouring `.gitignore` files and `exclude`."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pathspec
 
 from ray_lint.config import Resolver
 
-PYTHON_SUFFIXES = (".py", ".pyi")
+LINTED_SUFFIXES = (".py", ".pyi", ".ipynb")
 
 
 @dataclass(frozen=True)
@@ -120,10 +120,10 @@ def _walk_directory(
             is_dir = entry.is_dir()
         except OSError:
             is_dir = False
-        if is_dir and entry.name.endswith(PYTHON_SUFFIXES):
+        if is_dir and entry.name.endswith(LINTED_SUFFIXES):
             yield path  # a directory named like a Python file: reported, not walked
             continue
-        if not is_dir and not entry.name.endswith(PYTHON_SUFFIXES):
+        if not is_dir and not entry.name.endswith(LINTED_SUFFIXES):
             continue
         if settings.is_excluded(absolute_path, is_dir) or _ignored(absolute_path, is_dir, specs):
             continue

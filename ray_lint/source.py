@@ -6,9 +6,12 @@ import io
 import re
 import tokenize
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePath
+
+from ray_lint.notebook import Notebook, NotebookError
 
 MAX_FILE_BYTES = 10 * 1024 * 1024
+MAX_NOTEBOOK_BYTES = 100 * 1024 * 1024  # outputs (images) make notebooks large; their code is small
 _CODING_COOKIE = re.compile(rb"^[ \t\f]*#.*?coding[:=][ \t]*[-\w.]+", re.MULTILINE)
 
 
@@ -24,8 +27,15 @@ class SourceError(Exception):
 
 @dataclass(frozen=True)
 class Source:
+    """What the engine lints. For a notebook, `text` is its code cells as one Python text."""
+
     text: str
     encoding: str  # as `tokenize.detect_encoding` names it; "utf-8-sig" keeps a BOM on write
+    notebook: Notebook | None = None
+
+
+def is_notebook(path: PurePath) -> bool:
+    return path.suffix == ".ipynb"
 
 
 def read_path(path: Path) -> Source:
@@ -33,10 +43,9 @@ def read_path(path: Path) -> Source:
         if path.is_dir():
             raise SourceError("is a directory, not a Python file")
         size = path.stat().st_size
-        if size > MAX_FILE_BYTES:
-            raise SourceError(
-                f"is {size / 2**20:.1f} MiB, over the {MAX_FILE_BYTES // 2**20} MiB limit; skipped"
-            )
+        limit = MAX_NOTEBOOK_BYTES if is_notebook(path) else MAX_FILE_BYTES
+        if size > limit:
+            raise SourceError(f"is {size / 2**20:.1f} MiB, over the {limit // 2**20} MiB limit; skipped")
         data = path.read_bytes()
     except SourceError:
         raise
@@ -44,10 +53,13 @@ def read_path(path: Path) -> Source:
         raise SourceError("cannot be read: permission denied") from None
     except OSError as error:
         raise SourceError(f"cannot be read: {error.strerror or error}") from None
-    return decode(data)
+    return decode(data, path)
 
 
-def decode(data: bytes) -> Source:
+def decode(data: bytes, path: PurePath | None = None) -> Source:
+    """Text for the engine from a file's bytes (a notebook's when `path` names one)."""
+    if path is not None and is_notebook(path):
+        return _decode_notebook(data)
     nul = data.find(b"\x00")
     if nul != -1:
         line = data.count(b"\n", 0, nul) + 1
@@ -70,3 +82,15 @@ def decode(data: bytes) -> Source:
             column,
         ) from None
     return Source(text=text, encoding=encoding)
+
+
+def _decode_notebook(data: bytes) -> Source:
+    try:
+        raw = data.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        raise SourceError(f"is not a valid notebook: not UTF-8 (byte {data[error.start]:#04x} at offset {error.start})") from None
+    try:
+        notebook = Notebook.parse(raw)
+    except NotebookError as error:
+        raise SourceError(str(error)) from None
+    return Source(text=notebook.python, encoding="utf-8", notebook=notebook)

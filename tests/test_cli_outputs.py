@@ -46,7 +46,7 @@ def test_json_fields_and_positions(run, tmp_path):
     assert [(d["filename"], d["code"]) for d in report] == [("a.py", "RAY001"), ("b.py", "RAY000"), ("pkg/multi.py", "RAY001")]
     for item in report:
         assert set(item) == {
-            "code", "name", "message", "severity", "filename", "location", "end_location", "fix", "noqa_row", "url",
+            "code", "name", "message", "severity", "filename", "cell", "location", "end_location", "fix", "noqa_row", "url",
         }
 
     first, broken, multi = report
@@ -56,6 +56,7 @@ def test_json_fields_and_positions(run, tmp_path):
         "message": MESSAGE,
         "severity": "warning",
         "filename": "a.py",
+        "cell": None,
         # `ray.get` starts after "results = [" (11 characters) and the call is 20 characters long.
         "location": {"row": 2, "column": 12},
         "end_location": {"row": 2, "column": 32},

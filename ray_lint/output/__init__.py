@@ -2,22 +2,32 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from ray_lint.diagnostics import Applicability, Diagnostic, FileResult
+from ray_lint.diagnostics import Applicability, Diagnostic, Edit, FileResult, Fix, Position
 
 FORMATS = ("full", "concise", "json", "json-lines", "sarif", "github")
 
 
 @dataclass(frozen=True)
 class Finding:
-    """A diagnostic with the file it is in, as every format needs both."""
+    """A diagnostic with the file it is in, as every format needs both. In a notebook, `cell` is the
+    1-based cell and the diagnostic's rows count from the cell's first line, as ruff reports them."""
 
     path: str
     diagnostic: Diagnostic
     result: FileResult
+    cell: int | None = None
+    source: str | None = None  # the text the rows refer to: the file's, or the cell's
+
+    @property
+    def location(self) -> str:
+        """`path:row:column`, or `path:cell N:row:column` in a notebook."""
+        cell = f":cell {self.cell}" if self.cell is not None else ""
+        return f"{self.path}{cell}:{self.diagnostic.start.line}:{self.diagnostic.start.column}"
 
 
 @dataclass(frozen=True)
@@ -43,6 +53,30 @@ def display_path(path: str) -> str:
 
 
 def collect(results: list[FileResult]) -> list[Finding]:
-    findings = [Finding(display_path(r.path), d, r) for r in results for d in r.diagnostics]
-    findings.sort(key=lambda f: (f.path, f.diagnostic.start, f.diagnostic.code))
+    findings = [_finding(display_path(r.path), d, r) for r in results for d in r.diagnostics]
+    findings.sort(key=lambda f: (f.path, f.cell or 0, f.diagnostic.start, f.diagnostic.code))
     return findings
+
+
+def _finding(path: str, diagnostic: Diagnostic, result: FileResult) -> Finding:
+    located = result.notebook.locate(diagnostic.start.line) if result.notebook is not None else None
+    if located is None:
+        return Finding(path, diagnostic, result, source=result.source)
+    cell, row = located
+    shift = diagnostic.start.line - row
+
+    def moved(position: Position) -> Position:
+        return Position(position.line - shift, position.column)
+
+    end = moved(diagnostic.end) if diagnostic.end.line - shift <= cell.python.count("\n") else moved(diagnostic.start)
+    fix = diagnostic.fix
+    if fix is not None:
+        fix = Fix(fix.message, tuple(Edit(moved(e.start), moved(e.end), e.content) for e in fix.edits), fix.applicability)
+    in_cell = dataclasses.replace(
+        diagnostic,
+        start=moved(diagnostic.start),
+        end=end,
+        fix=fix,
+        noqa_line=None if diagnostic.noqa_line is None else diagnostic.noqa_line - shift,
+    )
+    return Finding(path, in_cell, result, cell=cell.index, source=cell.text)

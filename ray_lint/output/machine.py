@@ -31,6 +31,7 @@ def to_json_object(finding: Finding) -> dict[str, Any]:
         "message": diagnostic.message,
         "severity": diagnostic.severity.value,
         "filename": finding.path,
+        "cell": finding.cell,
         "location": _location(diagnostic.start),
         "end_location": _location(diagnostic.end),
         "fix": fix,
@@ -58,7 +59,8 @@ def _escape_property(text: str) -> str:
 _GITHUB_LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "notice"}
 
 
-def github_annotation(path: str, diagnostic: Diagnostic) -> str:
+def github_annotation(finding: Finding) -> str:
+    path, diagnostic = finding.path, finding.diagnostic
     properties = {
         "title": f"ray-lint ({diagnostic.code})",
         "file": path,
@@ -68,9 +70,9 @@ def github_annotation(path: str, diagnostic: Diagnostic) -> str:
         "endColumn": diagnostic.end.column,
     }
     joined = ",".join(f"{key}={_escape_property(str(value))}" for key, value in properties.items())
-    message = f"{path}:{diagnostic.start.line}:{diagnostic.start.column}: {diagnostic.code} {diagnostic.message}"
+    message = f"{finding.location}: {diagnostic.code} {diagnostic.message}"
     return f"::{_GITHUB_LEVEL[diagnostic.severity]} {joined}::{_escape_data(message)}"
 
 
 def render_github(report: Report) -> str:
-    return "".join(github_annotation(f.path, f.diagnostic) + "\n" for f in report.findings)
+    return "".join(github_annotation(f) + "\n" for f in report.findings)

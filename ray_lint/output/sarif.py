@@ -33,7 +33,7 @@ def _rule_descriptors() -> list[dict[str, Any]]:
 
 
 def _line_text(finding: Finding) -> str:
-    lines = (finding.result.source or "").splitlines()
+    lines = (finding.source or "").splitlines()
     line = finding.diagnostic.start.line
     return lines[line - 1].strip() if 0 < line <= len(lines) else ""
 
@@ -73,6 +73,7 @@ def render_sarif(report: Report) -> str:
                     }
                 ],
                 "partialFingerprints": {"rayLint/v1": _fingerprint(key, seen[key])},
+                **({"properties": {"notebookCell": finding.cell}} if finding.cell is not None else {}),
             }
         )
     document = {

@@ -22,10 +22,8 @@ def _header(report: Report, finding: Finding) -> str:
     d = finding.diagnostic
     marker = "[cyan]\\[*][/] " if report.fix_is_available(d) else ""
     style = _SEVERITY_STYLE[d.severity.value]
-    return (
-        f"[bold]{escape(finding.path)}[/][cyan]:[/]{d.start.line}[cyan]:[/]{d.start.column}[cyan]:[/] "
-        f"[{style}]{d.code}[/] {marker}{escape(d.message)}"
-    )
+    location = escape(finding.location).replace(":", "[cyan]:[/]")
+    return f"[bold]{location}[/][cyan]:[/] [{style}]{d.code}[/] {marker}{escape(d.message)}"
 
 
 def render_concise(report: Report, console: Console) -> None:
@@ -42,8 +40,8 @@ def render_full(report: Report, console: Console) -> None:
     for finding in report.findings:
         d = finding.diagnostic
         console.print(_header(report, finding), soft_wrap=True)
-        lines = LINE_SPLIT.split(finding.result.source or "")
-        if 0 < d.start.line <= len(lines) and finding.result.source:
+        lines = LINE_SPLIT.split(finding.source or "")
+        if 0 < d.start.line <= len(lines) and finding.source:
             first, last = max(1, d.start.line - 1), min(len(lines), d.start.line + 1)
             width = len(str(last))
             gutter = " " * width
@@ -63,7 +61,7 @@ def render_full(report: Report, console: Console) -> None:
             if d.fix is not None:
                 console.print(f"{gutter} [bold cyan]= help[/]: {escape(d.fix.message)}", soft_wrap=True)
                 if report.show_fixes:
-                    _print_fix_diff(console, finding.result.source, d)
+                    _print_fix_diff(console, finding.source, d)
         console.print()
 
 

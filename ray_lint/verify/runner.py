@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ray_lint.api import RunOptions, lint_file
+from ray_lint.source import is_notebook
 from ray_lint.config import Resolver
 from ray_lint.files import discover
 from ray_lint.rule import rule_by_code_or_name
@@ -54,7 +55,8 @@ def verify(
 ) -> list[Verdict]:
     """Lint `paths`, run an experiment for every finding of a rule that has one, return the verdicts
     (in file and line order). `progress(path, total)` is called after each experiment."""
-    files = [item for item in discover(paths, resolver) if isinstance(item, Path)]
+    # Notebooks are linted but not run: their cells expect a kernel's state and order.
+    files = [item for item in discover(paths, resolver) if isinstance(item, Path) and not is_notebook(item)]
     jobs, verdicts = plan_findings(files, resolver, cluster)
     verdicts += run_jobs(jobs, cluster, repeat, timeout, lambda path: progress(path, len(jobs)), trace_dir)
     return sorted(verdicts, key=lambda v: (v.path, v.line, v.code))
