@@ -97,6 +97,11 @@ def build_parser() -> argparse.ArgumentParser:
     verify.add_argument("--trace-dir", type=Path, help="write each variant's Chrome trace (Perfetto) here")
     verify.add_argument("--color", choices=("auto", "always", "never"), default="auto")
 
+    lsp = commands.add_parser(
+        "server", help="run the language server (for editors)", description="Run ray-lint's language server, on stdio by default."
+    )
+    lsp.add_argument("--tcp", type=int, metavar="PORT", help="listen on 127.0.0.1:PORT instead of stdio (for debugging)")
+
     config = commands.add_parser("config", help="show the resolved configuration for a path")
     config.add_argument("path", nargs="?", type=Path, default=Path("."))
     config.add_argument("--config", type=Path)
@@ -268,6 +273,15 @@ def run_config(args: argparse.Namespace, stdout: TextIO) -> int:
     return EXIT_OK
 
 
+def run_server(args: argparse.Namespace, stderr: TextIO) -> int:
+    try:
+        from ray_lint import lsp  # pygls is an extra: the command line does not need it
+    except ImportError as error:
+        stderr.write(f"ray-lint: error: the language server needs `pip install 'ray-lint[lsp]'` ({error})\n")
+        return EXIT_ERROR
+    return lsp.main(args.tcp)
+
+
 def main(argv: list[str] | None = None, stdout: TextIO | None = None, stderr: TextIO | None = None) -> int:
     stdout = stdout or sys.stdout
     stderr = stderr or sys.stderr
@@ -284,6 +298,8 @@ def main(argv: list[str] | None = None, stdout: TextIO | None = None, stderr: Te
             from ray_lint.verify.cli import run_verify  # imports the verifier only when asked
 
             return run_verify(args, _resolver(args), stdout, stderr)
+        if args.command == "server":
+            return run_server(args, stderr)
         parser.print_help(stdout)
         return EXIT_ERROR
     except (ConfigError, UsageError) as error:

@@ -15,9 +15,12 @@ import io
 import json
 import re
 import tokenize
+import dataclasses
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from ray_lint.diagnostics import Diagnostic, Edit, Fix, Position
 from ray_lint.noqa import LINE_SPLIT
 
 CELL_END = "# ray-lint: end of notebook cell"
@@ -65,7 +68,7 @@ class Notebook:
             raise NotebookError("is not a valid notebook: it has no `cells` list")
         if not _is_python(document):
             return cls(document, raw, ())
-        cells, line = [], 1
+        texts = []
         for index, cell in enumerate(document["cells"], start=1):
             if not isinstance(cell, dict) or cell.get("cell_type") != "code":
                 continue
@@ -73,12 +76,21 @@ class Notebook:
             text = "".join(source) if isinstance(source, list) else source
             if not isinstance(text, str):
                 raise NotebookError(f"is not a valid notebook: cell {index} has a source that is not text")
+            texts.append((index, text))
+        return cls.from_cells(texts, document, raw)
+
+    @classmethod
+    def from_cells(cls, texts: Iterable[tuple[int, str]], document: dict[str, Any] | None = None, raw: str = "") -> Notebook:
+        """A notebook from its code cells' (1-based index, text); an editor's open notebook has no file
+        text, so `render` needs `document` and `raw`."""
+        cells, line = [], 1
+        for index, text in texts:
             python, magics = _python_view(text)
             if python is None:
                 continue
             cells.append(Cell(index, line, text, python, magics))
             line += python.count("\n") + 1  # the cell's lines, then its end marker
-        return cls(document, raw, tuple(cells))
+        return cls(document or {}, raw, tuple(cells))
 
     @property
     def python(self) -> str:
@@ -92,6 +104,30 @@ class Notebook:
                 rows = cell.python.count("\n")
                 return cell, max(1, min(line - cell.first_line + 1, rows))
         return None
+
+    def in_cell(self, diagnostic: Diagnostic) -> tuple[Cell, Diagnostic] | None:
+        """The cell a diagnostic of the Python text is in, and the diagnostic with rows counted within
+        that cell (fix edits and the noqa row too)."""
+        located = self.locate(diagnostic.start.line)
+        if located is None:
+            return None
+        cell, row = located
+        shift = diagnostic.start.line - row
+
+        def moved(position: Position) -> Position:
+            return Position(position.line - shift, position.column)
+
+        fix = diagnostic.fix
+        if fix is not None:
+            fix = Fix(fix.message, tuple(Edit(moved(e.start), moved(e.end), e.content) for e in fix.edits), fix.applicability)
+        inside = diagnostic.end.line - shift <= cell.python.count("\n")
+        return cell, dataclasses.replace(
+            diagnostic,
+            start=moved(diagnostic.start),
+            end=moved(diagnostic.end) if inside else moved(diagnostic.start),
+            fix=fix,
+            noqa_line=None if diagnostic.noqa_line is None else diagnostic.noqa_line - shift,
+        )
 
     def changed_cells(self, fixed: str) -> list[tuple[Cell, str]]:
         """The cells whose text the fixed Python text changes, with their new text (magics restored).

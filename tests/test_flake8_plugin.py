@@ -15,7 +15,7 @@ import pytest
 
 from ray_lint import __version__
 
-Flake8 = Callable[..., "subprocess.CompletedProcess[str]"]
+Command = Callable[..., "subprocess.CompletedProcess[str]"]  # conftest's `run`, and `flake8` below
 Finding = tuple[str, int, int, str]  # (file, row, 1-based column, code)
 
 FLAKE8 = (sys.executable, "-m", "flake8")
@@ -63,7 +63,7 @@ _LINE = re.compile(r"^(?P<file>.+?):(?P<row>\d+):(?P<col>\d+): (?P<code>[A-Z]+\d
 
 
 @pytest.fixture
-def flake8(run: Callable[..., subprocess.CompletedProcess[str]], tmp_path: Path) -> Flake8:
+def flake8(run: Command, tmp_path: Path) -> Command:
     """`flake8(*args)`: the real flake8 in `tmp_path`, through conftest's `run` (clean environment)."""
 
     def _flake8(*args: str) -> subprocess.CompletedProcess[str]:
@@ -82,7 +82,7 @@ def make_files(root: Path, files: Mapping[str, str]) -> list[str]:
 
 def findings(proc: subprocess.CompletedProcess[str], prefix: str = "RAY") -> set[Finding]:
     """The findings flake8 printed whose code starts with `prefix`; `./a.py` and `a.py` read the same."""
-    found = set()
+    found: set[Finding] = set()
     for line in proc.stdout.splitlines():
         match = _LINE.match(line)
         if match and match["code"].startswith(prefix):
@@ -90,7 +90,7 @@ def findings(proc: subprocess.CompletedProcess[str], prefix: str = "RAY") -> set
     return found
 
 
-def ray_lint_json(run: Callable[..., subprocess.CompletedProcess[str]], cwd: Path, *paths: str) -> set[Finding]:
+def ray_lint_json(run: Command, cwd: Path, *paths: str) -> set[Finding]:
     """What `ray-lint check` reports for `paths`, in the same shape as `findings`."""
     proc = run(["check", "--jobs", "1", "--no-cache", "--output-format", "json", *paths], cwd)
     assert proc.returncode in (0, 1), proc.stderr
@@ -256,10 +256,8 @@ def test_invalid_config_gives_ray000(flake8, tmp_path):
     proc = flake8(*names[:1])
     assert_no_traceback(proc)
     assert proc.returncode == 1
-    ray_lines = [line for line in proc.stdout.splitlines() if " RAY" in line]
-    assert len(ray_lines) == 1, proc.stdout
-    assert ray_lines[0].startswith("a.py:1:1: RAY000 ")
-    assert "unknown key `selct`; did you mean `select`?" in ray_lines[0]
+    problem = f"{tmp_path.resolve() / 'pyproject.toml'} [tool.ray-lint]: unknown key `selct`; did you mean `select`?"
+    assert [line for line in proc.stdout.splitlines() if " RAY" in line] == [f"a.py:1:1: RAY000 {problem}"]
     assert findings(proc, prefix="F")  # the other plugins ran as usual
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -17,7 +18,7 @@ from pathlib import Path
 
 import pytest
 import yaml  # a dependency of pre-commit
-from pre_commit.clientlib import MANIFEST_HOOK_DICT, load_manifest
+from pre_commit.clientlib import MANIFEST_HOOK_DICT, load_config, load_manifest
 
 ROOT = Path(__file__).resolve().parents[1]
 MANIFEST = ROOT / ".pre-commit-hooks.yaml"
@@ -124,6 +125,22 @@ def test_manifest_is_valid_for_pre_commit():
     assert verify["stages"] == ["manual"]  # it runs the user's code: never on a plain commit
     assert verify["types_or"] == ["python"]
     assert verify["additional_dependencies"] == ["ray>=2.40", "psutil>=5.9"]
+
+
+def test_documented_configs_are_valid_for_pre_commit(tmp_path):
+    """Every `.pre-commit-config.yaml` shown in the docs loads in pre-commit and names only hooks
+    this manifest defines (for the ray-lint repository)."""
+    ids = {hook["id"] for hook in load_manifest(str(MANIFEST))}
+    configs = 0
+    for page in ("pre-commit.md", "ruff.md"):
+        for block in re.findall(r"```yaml\n(.*?)```", (ROOT / "docs" / page).read_text(encoding="utf-8"), re.DOTALL):
+            config = _write(tmp_path / f"config-{configs}.yaml", block)
+            configs += 1
+            for repo in load_config(str(config))["repos"]:
+                if repo["repo"] == "https://github.com/ray-lint/ray-lint":
+                    assert repo["rev"] == "v0.1.0"
+                    assert {hook["id"] for hook in repo["hooks"]} <= ids
+    assert configs >= 2
 
 
 # ---------------------------------------------------------------------------- the hooks (network)

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from ray_lint.diagnostics import Applicability, Diagnostic, Edit, FileResult, Fix, Position
+from ray_lint.diagnostics import Applicability, Diagnostic, FileResult
 
 FORMATS = ("full", "concise", "json", "json-lines", "sarif", "github")
 
@@ -59,24 +58,8 @@ def collect(results: list[FileResult]) -> list[Finding]:
 
 
 def _finding(path: str, diagnostic: Diagnostic, result: FileResult) -> Finding:
-    located = result.notebook.locate(diagnostic.start.line) if result.notebook is not None else None
+    located = result.notebook.in_cell(diagnostic) if result.notebook is not None else None
     if located is None:
         return Finding(path, diagnostic, result, source=result.source)
-    cell, row = located
-    shift = diagnostic.start.line - row
-
-    def moved(position: Position) -> Position:
-        return Position(position.line - shift, position.column)
-
-    end = moved(diagnostic.end) if diagnostic.end.line - shift <= cell.python.count("\n") else moved(diagnostic.start)
-    fix = diagnostic.fix
-    if fix is not None:
-        fix = Fix(fix.message, tuple(Edit(moved(e.start), moved(e.end), e.content) for e in fix.edits), fix.applicability)
-    in_cell = dataclasses.replace(
-        diagnostic,
-        start=moved(diagnostic.start),
-        end=end,
-        fix=fix,
-        noqa_line=None if diagnostic.noqa_line is None else diagnostic.noqa_line - shift,
-    )
+    cell, in_cell = located
     return Finding(path, in_cell, result, cell=cell.index, source=cell.text)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ray_lint.diagnostics import Diagnostic, Position, Severity
+from ray_lint.diagnostics import Position, Severity
 from ray_lint.output import Finding, Report
 
 

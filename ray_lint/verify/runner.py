@@ -20,10 +20,10 @@ from pathlib import Path
 from typing import Any
 
 from ray_lint.api import RunOptions, lint_file
-from ray_lint.source import is_notebook
 from ray_lint.config import Resolver
 from ray_lint.files import discover
 from ray_lint.rule import rule_by_code_or_name
+from ray_lint.source import is_notebook
 from ray_lint.verify.cluster import Cluster
 from ray_lint.verify.experiment import Experiment, Plan, Run, Subject, Variant, Verdict
 

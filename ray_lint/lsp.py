@@ -1,0 +1,449 @@
+"""The language server front-end: `ray-lint server` (stdio, or `--tcp PORT`), on pygls and lsprotocol.
+
+It lints the editor's buffers (never the files on disk) through `ray_lint.api`, publishes the
+findings as diagnostics, and offers the engine's fixes and `# noqa` edits as code actions. Edits
+are debounced and linted on the event loop, so a burst of edits is linted once, with its last text.
+Notebook documents are linted as one program, like `ray-lint check notebook.ipynb`, with findings
+published on each cell.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import sys
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from lsprotocol import types
+from pygls.lsp.server import LanguageServer
+from pygls.uris import to_fs_path
+from pygls.workspace import TextDocument
+from pygls.workspace.position_codec import ServerTextPosition, ServerTextRange
+
+from ray_lint import __version__, engine, noqa
+from ray_lint.api import RunOptions, lint_source
+from ray_lint.config import CONFIG_FILES, ConfigError, Layer, Resolver, parse_layer
+from ray_lint.diagnostics import Applicability, Diagnostic, Edit, FileResult, Position, Severity
+from ray_lint.docs import render_rule
+from ray_lint.notebook import CellsChanged, Notebook
+from ray_lint.rule import rule_by_code_or_name
+from ray_lint.source import Source
+
+DEFAULT_DEBOUNCE_MS = 300
+FIX_ALL_KIND = "source.fixAll.ray-lint"
+VERIFY_COMMAND = "ray-lint.verify"
+VERIFY_TIMEOUT_S = 600
+SERVER_OPTIONS = ("debounce-ms",)  # initialization options that are not `[tool.ray-lint]` keys
+_SEVERITY = {
+    Severity.ERROR: types.DiagnosticSeverity.Error,
+    Severity.WARNING: types.DiagnosticSeverity.Warning,
+    Severity.INFO: types.DiagnosticSeverity.Information,
+}
+_CODE = re.compile(r"[A-Za-z]+[0-9]+")
+
+
+@dataclass(frozen=True)
+class Linted:
+    """One lint of a document (or of a whole notebook): diagnostics in each document's own rows."""
+
+    versions: tuple[int | None, ...]
+    by_uri: dict[str, list[Diagnostic]]
+    result: FileResult
+
+
+class RayLintServer(LanguageServer):
+    def __init__(self) -> None:
+        super().__init__(
+            "ray-lint",
+            __version__,
+            text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
+            notebook_document_sync=types.NotebookDocumentSyncOptions(
+                notebook_selector=[
+                    types.NotebookDocumentFilterWithCells(
+                        notebook="jupyter-notebook", cells=[types.NotebookCellLanguage(language="python")]
+                    )
+                ],
+                save=True,
+            ),
+        )
+        self.debounce = DEFAULT_DEBOUNCE_MS / 1000
+        self.options_layer = parse_layer({}, "initialization options", Path.cwd())
+        self.resolver = Resolver(self.options_layer)
+        self.pending: dict[str, asyncio.TimerHandle] = {}
+        self.linted: dict[str, Linted] = {}  # by the uri of the text or notebook document
+
+    # ------------------------------------------------------------------ linting
+
+    def owner(self, uri: str) -> str:
+        """The document a lint covers: a cell's notebook, or the text document itself."""
+        notebook = self.workspace.get_notebook_document(cell_uri=uri)
+        return notebook.uri if notebook is not None else uri
+
+    def schedule(self, uri: str, delay: float) -> None:
+        owner = self.owner(uri)
+        handle = self.pending.pop(owner, None)
+        if handle is not None:
+            handle.cancel()
+        if delay <= 0:
+            self.publish(owner)
+        else:
+            self.pending[owner] = asyncio.get_running_loop().call_later(delay, self.publish, owner)
+
+    def publish(self, owner: str) -> None:
+        self.pending.pop(owner, None)
+        linted = self.lint(owner)
+        if linted is None:
+            return
+        for uri, diagnostics in linted.by_uri.items():
+            document = self.workspace.get_text_document(uri)
+            self.text_document_publish_diagnostics(
+                types.PublishDiagnosticsParams(
+                    uri=uri, diagnostics=[to_lsp(document, d) for d in diagnostics], version=document.version
+                )
+            )
+
+    def lint(self, owner: str) -> Linted | None:
+        """Lint the document's current text, or reuse the lint of the same versions."""
+        notebook = self.workspace.get_notebook_document(notebook_uri=owner)
+        if notebook is not None:
+            cells = [cell for cell in notebook.cells if cell.kind == types.NotebookCellKind.Code]
+            documents = [self.workspace.get_text_document(cell.document) for cell in cells]
+            versions: tuple[int | None, ...] = (notebook.version, *(d.version for d in documents))
+        else:
+            if owner not in self.workspace.text_documents:
+                return None
+            documents = [self.workspace.get_text_document(owner)]
+            versions = (documents[0].version,)
+        cached = self.linted.get(owner)
+        if cached is not None and cached.versions == versions:
+            return cached
+        path = _path(owner)
+        uri_of_cell: dict[int, str] = {}
+        if notebook is not None:
+            indices = {cell.document: index for index, cell in enumerate(notebook.cells, start=1)}
+            uri_of_cell = {indices[d.uri]: d.uri for d in documents}
+            model = Notebook.from_cells((indices[d.uri], d.source) for d in documents)
+            source = Source(model.python, "utf-8", model)
+        else:
+            source = Source(documents[0].source, "utf-8")
+        result = self.lint_source(source, path)
+        by_uri: dict[str, list[Diagnostic]] = {d.uri: [] for d in documents}
+        first = documents[0].uri if documents else owner
+        for diagnostic in result.diagnostics:
+            located = result.notebook.in_cell(diagnostic) if result.notebook is not None else None
+            if located is None:  # a text document, or a notebook-wide problem: shown on the first cell
+                by_uri.setdefault(first, []).append(diagnostic)
+            else:
+                cell, in_cell = located
+                by_uri[uri_of_cell[cell.index]].append(in_cell)
+        linted = Linted(versions, by_uri, result)
+        self.linted[owner] = linted
+        return linted
+
+    def lint_source(self, source: Source, path: Path, options: RunOptions = RunOptions()) -> FileResult:
+        try:
+            settings = self.resolver.settings_for(path)
+        except ConfigError as error:
+            return FileResult(path=str(path), diagnostics=[engine.file_error(f"configuration error: {error}")])
+        return lint_source(source, str(path), settings, options)
+
+    def reload_configuration(self) -> None:
+        """Forget every resolved config file and lint the open documents again."""
+        self.resolver = Resolver(self.options_layer)
+        self.linted.clear()
+        owners = {self.owner(uri) for uri in self.workspace.text_documents}
+        for owner in sorted(owners):
+            self.publish(owner)
+
+
+def _path(uri: str) -> Path:
+    """The file a document stands for (config files are looked up from it); untitled buffers count
+    as files in the working directory."""
+    path = to_fs_path(uri) if uri.startswith("file:") else None
+    return Path(path) if path else Path.cwd() / Path(uri.rsplit("/", 1)[-1] or "untitled.py").name
+
+
+def _range(document: TextDocument, start: Position, end: Position) -> types.Range:
+    """A ray-lint span (1-based, code points) in the client's units (UTF-16 by default), clamped to
+    the document."""
+    lines = document.lines
+    last = max(len(lines) - 1, 0)
+
+    def server(position: Position) -> ServerTextPosition:
+        line = min(position.line - 1, last)
+        text = lines[line].rstrip("\r\n") if lines else ""
+        return ServerTextPosition(line, min(position.column - 1, len(text)))
+
+    return document.range_to_client_units(ServerTextRange(server(start), server(end)))
+
+
+def to_lsp(document: TextDocument, diagnostic: Diagnostic) -> types.Diagnostic:
+    return types.Diagnostic(
+        range=_range(document, diagnostic.start, diagnostic.end),
+        message=diagnostic.message,
+        severity=_SEVERITY[diagnostic.severity],
+        code=diagnostic.code,
+        code_description=types.CodeDescription(href=diagnostic.url),
+        source="ray-lint",
+    )
+
+
+def _text_edits(document: TextDocument, edits: Iterable[Edit]) -> list[types.TextEdit]:
+    return [types.TextEdit(range=_range(document, e.start, e.end), new_text=e.content) for e in edits]
+
+
+def _whole(document: TextDocument, text: str) -> types.TextEdit:
+    end = document.client_position_at_offset(len(document.source))
+    return types.TextEdit(range=types.Range(start=types.Position(line=0, character=0), end=end), new_text=text)
+
+
+def _wanted(kind: str, only: list[str] | None) -> bool:
+    return only is None or any(kind == o or kind.startswith(f"{o}.") for o in only)
+
+
+server = RayLintServer()
+
+
+@server.feature(types.INITIALIZE)
+def initialize(ls: RayLintServer, params: types.InitializeParams) -> None:
+    """Initialization options: any `[tool.ray-lint]` key (they win over config files, as command-line
+    options do) and `debounce-ms`."""
+    options = params.initialization_options if isinstance(params.initialization_options, dict) else {}
+    settings = {key: value for key, value in options.items() if key not in SERVER_OPTIONS}
+    debounce = options.get("debounce-ms", DEFAULT_DEBOUNCE_MS)
+    if isinstance(debounce, (int, float)) and not isinstance(debounce, bool) and debounce >= 0:
+        ls.debounce = debounce / 1000
+    else:
+        _show(ls, f"ray-lint: `debounce-ms` must be a number of milliseconds, got {debounce!r}", types.MessageType.Error)
+    try:
+        ls.options_layer = parse_layer(settings, "initialization options", Path.cwd())
+    except ConfigError as error:
+        _show(ls, f"ray-lint: {error}; using the config files alone", types.MessageType.Error)
+    ls.resolver = Resolver(ls.options_layer)
+
+
+@server.feature(types.INITIALIZED)
+async def initialized(ls: RayLintServer, params: types.InitializedParams) -> None:
+    """Ask the client to report config file changes (when it can register watchers)."""
+    workspace = ls.client_capabilities.workspace
+    watched = workspace.did_change_watched_files if workspace else None
+    if watched is None or not watched.dynamic_registration:
+        return
+    watchers = [types.FileSystemWatcher(glob_pattern=f"**/{name}") for name in CONFIG_FILES]
+    registration = types.Registration(
+        id="ray-lint-config-files",
+        method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES,
+        register_options=types.DidChangeWatchedFilesRegistrationOptions(watchers=watchers),
+    )
+    try:
+        await ls.client_register_capability_async(types.RegistrationParams(registrations=[registration]))
+    except Exception as error:  # the client refused: config changes then need a restart
+        ls.window_log_message(types.LogMessageParams(type=types.MessageType.Warning, message=f"ray-lint: {error}"))
+
+
+@server.feature(types.TEXT_DOCUMENT_DID_OPEN)
+def did_open(ls: RayLintServer, params: types.DidOpenTextDocumentParams) -> None:
+    ls.schedule(params.text_document.uri, 0)
+
+
+@server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
+def did_change(ls: RayLintServer, params: types.DidChangeTextDocumentParams) -> None:
+    ls.schedule(params.text_document.uri, ls.debounce)
+
+
+@server.feature(types.TEXT_DOCUMENT_DID_SAVE)
+def did_save(ls: RayLintServer, params: types.DidSaveTextDocumentParams) -> None:
+    ls.schedule(params.text_document.uri, 0)
+
+
+@server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
+def did_close(ls: RayLintServer, params: types.DidCloseTextDocumentParams) -> None:
+    uri = params.text_document.uri
+    if ls.workspace.get_notebook_document(cell_uri=uri) is None:
+        ls.linted.pop(uri, None)
+        ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
+
+
+@server.feature(types.NOTEBOOK_DOCUMENT_DID_OPEN)
+def notebook_did_open(ls: RayLintServer, params: types.DidOpenNotebookDocumentParams) -> None:
+    ls.schedule(params.notebook_document.uri, 0)
+
+
+@server.feature(types.NOTEBOOK_DOCUMENT_DID_CHANGE)
+def notebook_did_change(ls: RayLintServer, params: types.DidChangeNotebookDocumentParams) -> None:
+    ls.schedule(params.notebook_document.uri, ls.debounce)
+
+
+@server.feature(types.NOTEBOOK_DOCUMENT_DID_SAVE)
+def notebook_did_save(ls: RayLintServer, params: types.DidSaveNotebookDocumentParams) -> None:
+    ls.schedule(params.notebook_document.uri, 0)
+
+
+@server.feature(types.NOTEBOOK_DOCUMENT_DID_CLOSE)
+def notebook_did_close(ls: RayLintServer, params: types.DidCloseNotebookDocumentParams) -> None:
+    ls.linted.pop(params.notebook_document.uri, None)
+    for cell in params.cell_text_documents:
+        ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=cell.uri, diagnostics=[]))
+
+
+@server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
+def watched_files_changed(ls: RayLintServer, params: types.DidChangeWatchedFilesParams) -> None:
+    if any(change.uri.rsplit("/", 1)[-1] in CONFIG_FILES for change in params.changes):
+        ls.reload_configuration()
+
+
+@server.feature(
+    types.TEXT_DOCUMENT_CODE_ACTION,
+    types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.QuickFix, FIX_ALL_KIND]),
+)
+def code_action(ls: RayLintServer, params: types.CodeActionParams) -> list[types.CodeAction]:
+    uri = params.text_document.uri
+    owner = ls.owner(uri)
+    linted = ls.lint(owner)
+    if linted is None:
+        return []
+    document = ls.workspace.get_text_document(uri)
+    only = params.context.only
+    actions: list[types.CodeAction] = []
+    if _wanted(types.CodeActionKind.QuickFix, only):
+        for diagnostic in linted.by_uri.get(uri, []):
+            if _overlaps(document, diagnostic, params.range):
+                actions.extend(_quick_fixes(document, diagnostic))
+    if _wanted(FIX_ALL_KIND, only):
+        fix_all = _fix_all(ls, owner, linted)
+        if fix_all is not None:
+            actions.append(fix_all)
+    return actions
+
+
+def _overlaps(document: TextDocument, diagnostic: Diagnostic, requested: types.Range) -> bool:
+    span = _range(document, diagnostic.start, diagnostic.end)
+    start, end = (span.start.line, span.start.character), (span.end.line, span.end.character)
+    low, high = (requested.start.line, requested.start.character), (requested.end.line, requested.end.character)
+    return start <= high and low <= end
+
+
+def _quick_fixes(document: TextDocument, diagnostic: Diagnostic) -> list[types.CodeAction]:
+    lsp_diagnostic = to_lsp(document, diagnostic)
+    actions = []
+    fix = diagnostic.fix
+    if fix is not None:
+        unsafe = fix.applicability is Applicability.UNSAFE
+        actions.append(
+            types.CodeAction(
+                title=f"{diagnostic.code}: {fix.message}" + (" (unsafe fix)" if unsafe else ""),
+                kind=types.CodeActionKind.QuickFix,
+                diagnostics=[lsp_diagnostic],
+                edit=types.WorkspaceEdit(changes={document.uri: _text_edits(document, fix.edits)}),
+                is_preferred=not unsafe,
+            )
+        )
+    if diagnostic.code != engine.FILE_ERROR_CODE and diagnostic.noqa_line is not None:
+        line = diagnostic.noqa_line
+        annotated, changed = noqa.add_noqa(document.source, {line: {diagnostic.code}})
+        if changed:
+            new_line = noqa.LINE_SPLIT.split(annotated)[line - 1]
+            old_line = noqa.LINE_SPLIT.split(document.source)[line - 1]
+            edit = Edit(Position(line, 1), Position(line, len(old_line) + 1), new_line)
+            actions.append(
+                types.CodeAction(
+                    title=f"Disable {diagnostic.code} for this line",
+                    kind=types.CodeActionKind.QuickFix,
+                    diagnostics=[lsp_diagnostic],
+                    edit=types.WorkspaceEdit(changes={document.uri: _text_edits(document, [edit])}),
+                )
+            )
+    return actions
+
+
+def _fix_all(ls: RayLintServer, owner: str, linted: Linted) -> types.CodeAction | None:
+    """Safe fixes only, for the whole document (or every cell of the notebook)."""
+    result = linted.result
+    if not any(d.fix is not None and d.fix.applicability is Applicability.SAFE for d in result.diagnostics):
+        return None
+    source = Source(result.source or "", "utf-8", result.notebook)
+    fixed = ls.lint_source(source, _path(owner), RunOptions(fix=True, write=False)).fixed_source
+    if fixed is None:
+        return None
+    changes: dict[str, list[types.TextEdit]] = {}
+    if result.notebook is None:
+        changes[owner] = [_whole(ls.workspace.get_text_document(owner), fixed)]
+    else:
+        notebook = ls.workspace.get_notebook_document(notebook_uri=owner)
+        assert notebook is not None
+        try:
+            for cell, text in result.notebook.changed_cells(fixed):
+                uri = notebook.cells[cell.index - 1].document
+                changes[uri] = [_whole(ls.workspace.get_text_document(uri), text)]
+        except CellsChanged:
+            return None
+    return types.CodeAction(title="ray-lint: apply all safe fixes", kind=FIX_ALL_KIND, edit=types.WorkspaceEdit(changes=changes))
+
+
+@server.feature(types.TEXT_DOCUMENT_HOVER)
+def hover(ls: RayLintServer, params: types.HoverParams) -> types.Hover | None:
+    """A rule's docs, over its code in a `# noqa` comment."""
+    document = ls.workspace.get_text_document(params.text_document.uri)
+    if params.position.line >= len(document.lines):
+        return None
+    line = document.lines[params.position.line]
+    column = document.position_from_client_units(params.position).character
+    for match in noqa.NOQA_INLINE.finditer(line):
+        codes = match.group("codes")
+        if codes is None:
+            continue
+        offset = match.start("codes")
+        for code in _CODE.finditer(codes):
+            start, end = offset + code.start(), offset + code.end()
+            rule = rule_by_code_or_name(code.group())
+            if rule is not None and start <= column <= end:
+                row = params.position.line + 1
+                return types.Hover(
+                    contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=render_rule(rule)),
+                    range=_range(document, Position(row, start + 1), Position(row, end + 1)),
+                )
+    return None
+
+
+@server.command(VERIFY_COMMAND)
+async def verify(ls: RayLintServer, *args: Any) -> list[dict[str, Any]]:
+    """Run the runtime verifier on a saved file, only when the user asks: it executes the file."""
+    uri = args[0] if args and isinstance(args[0], str) else None
+    if uri is None or not uri.startswith("file:"):
+        _show(ls, "ray-lint.verify needs the URI of a saved Python file as its argument", types.MessageType.Error)
+        return []
+    path = _path(uri)
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "ray_lint", "verify", str(path), "--output-format", "json",
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, cwd=path.parent,
+    )
+    try:
+        out, err = await asyncio.wait_for(process.communicate(), VERIFY_TIMEOUT_S)
+    except asyncio.TimeoutError:
+        process.kill()
+        _show(ls, f"ray-lint verify: gave up after {VERIFY_TIMEOUT_S} s", types.MessageType.Error)
+        return []
+    try:
+        verdicts: list[dict[str, Any]] = json.loads(out)
+    except json.JSONDecodeError:
+        _show(ls, f"ray-lint verify failed: {err.decode(errors='replace').strip()[-500:]}", types.MessageType.Error)
+        return []
+    summary = ", ".join(f"line {v['line']} {v['code']}: {v['status']}" for v in verdicts) or "no findings to verify"
+    _show(ls, f"ray-lint verify {path.name}: {summary}", types.MessageType.Info)
+    return verdicts
+
+
+def _show(ls: RayLintServer, message: str, kind: types.MessageType) -> None:
+    ls.window_show_message(types.ShowMessageParams(type=kind, message=message))
+
+
+def main(tcp_port: int | None = None) -> int:
+    if tcp_port is not None:
+        server.start_tcp("127.0.0.1", tcp_port)
+    else:
+        server.start_io()
+    return 0
