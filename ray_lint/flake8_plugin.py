@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import argparse
 import ast
+import functools
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, ClassVar
@@ -99,9 +101,15 @@ class RayLintPlugin:
         try:
             settings = self.resolver.settings_for(path.absolute())
         except ConfigError as error:
+            _warn_once(str(error))  # also on stderr: a `--select` without RAY000 would hide it
             return [engine.file_error(str(error))]
         rules = [rule for rule in settings.rules_for(path) if rule.code not in self.flake8_skips]
         return engine.lint_text("".join(self.lines), rules, line_noqa=False)
+
+
+@functools.cache
+def _warn_once(message: str) -> None:
+    sys.stderr.write(f"ray-lint: error: {message}; ray-lint's rules did not run\n")
 
 
 def _flake8_reports(options: argparse.Namespace, code: str) -> bool:
