@@ -1,8 +1,8 @@
 """The pre-commit hooks in `.pre-commit-hooks.yaml`, run by the real `pre-commit try-repo`.
 
-The manifest test is fast and offline. The others are marked `network`: pre-commit builds the
-hook's virtualenv with pip (ray-lint and its dependencies from the package index); skip them
-offline with `pytest -m "not network"`.
+The manifest and documented-config tests are fast and offline. The others are marked `network`:
+pre-commit builds the hook's virtualenv with pip (ray-lint and its dependencies from the package
+index); skip them offline with `pytest -m "not network"`.
 """
 
 from __future__ import annotations
