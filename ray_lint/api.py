@@ -35,6 +35,8 @@ class RunOptions:
 def lint_source(source: Source, path: str, settings: Settings, options: RunOptions = RunOptions()) -> FileResult:
     """Lint (and, as asked, fix or annotate) one file's decoded text. Never raises."""
     result = FileResult(path=path, source=source.text, notebook=source.notebook)
+    notebook = source.notebook
+    describe_line = notebook.describe_line if notebook is not None else None
     try:
         rules = settings.rules_for(Path(path))
         text = source.text
@@ -45,6 +47,9 @@ def lint_source(source: Source, path: str, settings: Settings, options: RunOptio
             result.refused_fixes = outcome.refused
             if outcome.text != text:
                 result.fixed_source = outcome.text
+            if notebook is not None:  # what is left, with positions and messages in the fixed cells
+                result.fixed_notebook = notebook.after(outcome.text) if outcome.text != text else notebook
+                result.diagnostics = engine.lint_text(outcome.text, rules, describe_line=result.fixed_notebook.describe_line)
         elif options.add_noqa:
             diagnostics = engine.lint_text(text, rules)
             lines: dict[int, set[str]] = {}
@@ -56,17 +61,17 @@ def lint_source(source: Source, path: str, settings: Settings, options: RunOptio
             result.noqa_added = changed
             if changed and engine.parses(annotated, text):
                 result.fixed_source = annotated
+                if notebook is not None:
+                    result.fixed_notebook = notebook.after(annotated)
         else:
-            result.diagnostics = engine.lint_text(text, rules)
-        if result.fixed_source is not None and source.notebook is not None:
-            source.notebook.changed_cells(result.fixed_source)  # raises when the cells would break
+            result.diagnostics = engine.lint_text(text, rules, describe_line=describe_line)
     except CellsChanged as error:
         result.diagnostics.append(engine.file_error(f"fixes not applied: {error}"))
-        result.fixed_source = None
+        result.fixed_source = result.fixed_notebook = None
         result.fixes_applied = {}
     except Exception as error:  # a bug in ray-lint must not lose other files' results
         result.diagnostics = [engine.file_error(f"internal error: {type(error).__name__}: {error}")]
-        result.fixed_source = None
+        result.fixed_source = result.fixed_notebook = None
     return result
 
 

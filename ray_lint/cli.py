@@ -160,10 +160,17 @@ def run_check(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     if from_stdin:
         name = args.stdin_filename or "-"
         settings = resolver.settings_for(Path(name).absolute())
-        result = lint_bytes(sys.stdin.buffer.read(), name, settings, options)
-        if args.fix and not args.diff:
-            unchanged = result.notebook.raw if result.notebook is not None else result.source or ""
-            stdout.write(result.file_text() or unchanged)
+        data = sys.stdin.buffer.read()
+        result = lint_bytes(data, name, settings, options)
+        if args.fix and not args.diff:  # the input comes back, fixed or as it was, even if unreadable
+            fixed_text = result.file_text()
+            if fixed_text is not None:
+                stdout.write(fixed_text)
+            elif hasattr(stdout, "buffer"):
+                stdout.flush()
+                stdout.buffer.write(data)
+            else:
+                stdout.write(data.decode("utf-8", "replace"))
             stdout = stderr  # the fixed source owns standard output
         results.append(result)
     else:
@@ -174,7 +181,8 @@ def run_check(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
                 results.append(item)
     for result in results:
         for refused in result.refused_fixes:
-            err.print(f"[yellow]warning[/]: {result.path}:{refused.start.line}: the {refused.code} fix would leave code that does not parse; not applied")
+            where = result.notebook.describe_line(refused.start.line) if result.notebook else f"line {refused.start.line}"
+            err.print(f"[yellow]warning[/]: {result.path}, {where}: the {refused.code} fix would leave code that does not parse; not applied")
 
     if args.diff:
         changed = _print_diff(results, stdout)

@@ -83,6 +83,16 @@ class FileResult:
     refused_fixes: list[Diagnostic] = field(default_factory=list)  # fixes not applied: they would not parse
     noqa_added: int = 0
     notebook: Notebook | None = None  # for a notebook: positions above are in its cells' joint Python text
+    fixed_notebook: Notebook | None = None  # the notebook as fixed: diagnostics then refer to it
+
+    @property
+    def reported_text(self) -> str | None:
+        """The text the diagnostics' positions refer to: after fixes, the fixed text."""
+        return self.fixed_source if self.fixed_source is not None else self.source
+
+    @property
+    def reported_notebook(self) -> Notebook | None:
+        return self.fixed_notebook if self.fixed_notebook is not None else self.notebook
 
     def file_text(self) -> str | None:
         """The file's content with the fixes applied (for a notebook, its JSON); None without fixes."""

@@ -10,7 +10,7 @@ import ast
 import dataclasses
 import re
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 import libcst as cst
@@ -38,10 +38,13 @@ def file_error(message: str, line: int = 1, column: int = 1) -> Diagnostic:
     )
 
 
-def lint_text(text: str, rules: list[Rule], line_noqa: bool = True) -> list[Diagnostic]:
+def lint_text(
+    text: str, rules: list[Rule], line_noqa: bool = True, describe_line: Callable[[int], str] | None = None
+) -> list[Diagnostic]:
     """Run `rules` on one file's text. Never raises: failures become RAY000 diagnostics (when RAY000 is
     among `rules`). `line_noqa=False` leaves `# noqa` comments to the caller (flake8 reads them itself);
-    a file-level `# ray-lint: noqa` always applies."""
+    a file-level `# ray-lint: noqa` always applies. `describe_line` names a line in messages (a notebook
+    names the cell)."""
     wanting = [rule for rule in rules if rule.wants(text)]  # the cheap check first: most files never mention Ray
     if not wanting:
         return []
@@ -51,7 +54,7 @@ def lint_text(text: str, rules: list[Rule], line_noqa: bool = True) -> list[Diag
         return []
     report_file_errors = any(rule.code == FILE_ERROR_CODE for rule in active)
     diagnostics = [
-        d for d in _check(text, active) if d.code != FILE_ERROR_CODE or report_file_errors
+        d for d in _check(text, active, describe_line or _plain_line) if d.code != FILE_ERROR_CODE or report_file_errors
     ]
     if not diagnostics:
         return []
@@ -70,7 +73,11 @@ def _with_noqa_line(diagnostic: Diagnostic, line: int) -> Diagnostic:
     return dataclasses.replace(diagnostic, noqa_line=line)
 
 
-def _check(text: str, rules: list[Rule]) -> list[Diagnostic]:
+def _plain_line(line: int) -> str:
+    return f"line {line}"
+
+
+def _check(text: str, rules: list[Rule], describe_line: Callable[[int], str]) -> list[Diagnostic]:
     try:
         module = cst.parse_module(text)
     except cst.ParserSyntaxError as error:
@@ -85,7 +92,7 @@ def _check(text: str, rules: list[Rule]) -> list[Diagnostic]:
         return [file_error(f"could not be analysed: {type(error).__name__}")]
     diagnostics: list[Diagnostic] = []
     for rule in rules:
-        ctx = Context(model, rule.settings)
+        ctx = Context(model, rule.settings, describe_line)
         try:
             rule.check(ctx)
             diagnostics.extend(_to_diagnostic(rule, report, ctx) for report in ctx.reports)

@@ -26,7 +26,7 @@ from pygls.workspace.position_codec import ServerTextPosition, ServerTextRange
 
 from ray_lint import __version__, engine, noqa
 from ray_lint.api import RunOptions, lint_source
-from ray_lint.config import CONFIG_FILES, ConfigError, Layer, Resolver, parse_layer
+from ray_lint.config import CONFIG_FILES, ConfigError, Resolver, parse_layer
 from ray_lint.diagnostics import Applicability, Diagnostic, Edit, FileResult, Position, Severity
 from ray_lint.docs import render_rule
 from ray_lint.notebook import CellsChanged, Notebook
@@ -144,12 +144,12 @@ class RayLintServer(LanguageServer):
         self.linted[owner] = linted
         return linted
 
-    def lint_source(self, source: Source, path: Path, options: RunOptions = RunOptions()) -> FileResult:
+    def lint_source(self, source: Source, path: Path, options: RunOptions | None = None) -> FileResult:
         try:
             settings = self.resolver.settings_for(path)
         except ConfigError as error:
             return FileResult(path=str(path), diagnostics=[engine.file_error(f"configuration error: {error}")])
-        return lint_source(source, str(path), settings, options)
+        return lint_source(source, str(path), settings, options or RunOptions())
 
     def reload_configuration(self) -> None:
         """Forget every resolved config file and lint the open documents again."""
@@ -423,7 +423,7 @@ async def verify(ls: RayLintServer, *args: Any) -> list[dict[str, Any]]:
     )
     try:
         out, err = await asyncio.wait_for(process.communicate(), VERIFY_TIMEOUT_S)
-    except asyncio.TimeoutError:
+    except TimeoutError:
         process.kill()
         _show(ls, f"ray-lint verify: gave up after {VERIFY_TIMEOUT_S} s", types.MessageType.Error)
         return []

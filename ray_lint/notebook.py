@@ -11,11 +11,11 @@ file's JSON layout.
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import re
 import tokenize
-import dataclasses
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -73,10 +73,11 @@ class Notebook:
             if not isinstance(cell, dict) or cell.get("cell_type") != "code":
                 continue
             source = cell.get("source", "")
-            text = "".join(source) if isinstance(source, list) else source
-            if not isinstance(text, str):
+            if isinstance(source, list) and all(isinstance(part, str) for part in source):
+                source = "".join(source)
+            if not isinstance(source, str):
                 raise NotebookError(f"is not a valid notebook: cell {index} has a source that is not text")
-            texts.append((index, text))
+            texts.append((index, source))
         return cls.from_cells(texts, document, raw)
 
     @classmethod
@@ -128,6 +129,16 @@ class Notebook:
             fix=fix,
             noqa_line=None if diagnostic.noqa_line is None else diagnostic.noqa_line - shift,
         )
+
+    def describe_line(self, line: int) -> str:
+        located = self.locate(line)
+        return f"cell {located[0].index}, line {located[1]}" if located else f"line {line}"
+
+    def after(self, fixed: str) -> Notebook:
+        """The notebook as the fixed Python text leaves it (for positions of what is left to report)."""
+        texts = {cell.index: cell.text for cell in self.cells}
+        texts.update((cell.index, text) for cell, text in self.changed_cells(fixed))
+        return Notebook.from_cells(sorted(texts.items()), self.document, self.raw)
 
     def changed_cells(self, fixed: str) -> list[tuple[Cell, str]]:
         """The cells whose text the fixed Python text changes, with their new text (magics restored).
@@ -234,13 +245,16 @@ def _restore(cell: Cell, python: str) -> str:
             out.append(line)
     if next(magics, None) is not None:
         raise CellsChanged(f"the fixes would remove an IPython magic from cell {cell.index}")
-    text = "\n".join(out)
-    return text + "\n" if cell.text.endswith("\n") else text
+    newline = next(iter(LINE_SPLIT.findall(cell.text)), "\n")
+    text = newline.join(out)
+    return text + newline if cell.text.endswith(("\n", "\r")) else text
 
 
 def _dump_like(document: dict[str, Any], raw: str) -> str:
-    """Serialize in the layout `raw` has (indent, key order, escaping, final newline); nbformat's
-    own layout when none of those reproduces it."""
+    """Serialize in the layout `raw` has (indent, key order, escaping, final newline, CRLF line ends);
+    nbformat's own layout when none of those reproduces it."""
+    crlf = "\r\n" in raw
+    raw = raw.replace("\r\n", "\n")  # JSON strings hold no raw line ends, so this touches layout only
     original = json.loads(raw)
     second = raw.split("\n", 2)[1] if raw.count("\n") >= 2 else ""
     indent = len(second) - len(second.lstrip(" ")) or None
@@ -249,5 +263,6 @@ def _dump_like(document: dict[str, Any], raw: str) -> str:
             for newline in ("\n", ""):
                 dumped = json.dumps(original, indent=indent, sort_keys=sort_keys, ensure_ascii=ensure_ascii) + newline
                 if dumped == raw:
-                    return json.dumps(document, indent=indent, sort_keys=sort_keys, ensure_ascii=ensure_ascii) + newline
+                    text = json.dumps(document, indent=indent, sort_keys=sort_keys, ensure_ascii=ensure_ascii) + newline
+                    return text.replace("\n", "\r\n") if crlf else text
     return json.dumps(document, indent=1, sort_keys=True, ensure_ascii=False) + "\n"

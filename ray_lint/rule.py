@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import cache
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -89,6 +89,7 @@ class Context:
 
     model: SemanticModel
     options: dict[str, Any]
+    describe_line: Callable[[int], str]  # "line 12"; a notebook's names the cell too
     reports: list[Report] = field(default_factory=list)
 
     def report(
@@ -96,6 +97,10 @@ class Context:
     ) -> None:
         """Report `node`; `facts` are what the rule knows statically, for the rule's experiment."""
         self.reports.append(Report(node, message, fix, facts or {}))
+
+    def line_of(self, node: cst.CSTNode) -> str:
+        """Where a node is, for a message: "line 12", or "cell 3, line 4" in a notebook."""
+        return self.describe_line(self.model.position(node).start.line)
 
     def code_for(self, node: cst.CSTNode) -> str:
         return self.model.module.code_for_node(node)

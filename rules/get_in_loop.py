@@ -366,10 +366,9 @@ nowhere else.
                 continue
             if self._is_sequential(model, site.loop, facts, site.node, None, site.index, site.node):
                 continue
-            line = model.position(inner_get.node).start.line
             ctx.report(
                 site.node,
-                f"`{name}()` submits a task and waits for it with `ray.get` (line {line}), so calling it in this loop "
+                f"`{name}()` submits a task and waits for it with `ray.get` ({ctx.line_of(inner_get.node)}), so calling it in this loop "
                 "runs the tasks one at a time; have it return the ref and call `ray.get` once after the loop",
                 facts={"iterations": model.literal_iterations(site.loop)},
             )

@@ -194,10 +194,9 @@ task that used several GPUs needs a larger number.
             marker = next(self._gpu_uses(model, remote), None)
             if marker is None:
                 continue
-            line = model.position(marker).start.line
             what = "actor" if remote.kind == "actor" else "task"
             message = (
-                f"{what} `{remote.name}` uses a GPU (`{ctx.snippet(marker, 40)}` on line {line}) but does not "
+                f"{what} `{remote.name}` uses a GPU (`{ctx.snippet(marker, 40)}` on {ctx.line_of(marker)}) but does not "
                 "request `num_gpus`: Ray (2.60) does not schedule it on a GPU and does not isolate it, so it sees every "
                 "GPU of its node and contends with the tasks that requested them"
             )

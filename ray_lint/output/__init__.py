@@ -58,8 +58,9 @@ def collect(results: list[FileResult]) -> list[Finding]:
 
 
 def _finding(path: str, diagnostic: Diagnostic, result: FileResult) -> Finding:
-    located = result.notebook.in_cell(diagnostic) if result.notebook is not None else None
+    notebook = result.reported_notebook
+    located = notebook.in_cell(diagnostic) if notebook is not None else None
     if located is None:
-        return Finding(path, diagnostic, result, source=result.source)
+        return Finding(path, diagnostic, result, source=result.reported_text)
     cell, in_cell = located
     return Finding(path, in_cell, result, cell=cell.index, source=cell.text)

@@ -8,6 +8,7 @@ from collections import Counter
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from ray_lint.diagnostics import Diagnostic
 from ray_lint.engine import apply_edits
@@ -47,7 +48,8 @@ def render_full(report: Report, console: Console) -> None:
             gutter = " " * width
             console.print(f"[blue]{gutter} |[/]", soft_wrap=True)
             for number in range(first, last + 1):
-                console.print(f"[blue]{number:>{width}} |[/] {escape(lines[number - 1])}", soft_wrap=True)
+                # A Text, not markup: markup escaping would show a line's final backslash twice.
+                console.print(Text.assemble((f"{number:>{width}} |", "blue"), " ", lines[number - 1]), soft_wrap=True)
                 if number == d.start.line:
                     line = lines[number - 1]
                     end = d.end.column if d.end.line == d.start.line else len(line) + 1
