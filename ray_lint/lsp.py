@@ -17,6 +17,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
@@ -114,7 +115,7 @@ class RayLintServer(LanguageServer):
             documents = [self.workspace.get_text_document(cell.document) for cell in cells]
             versions: tuple[int | None, ...] = (notebook.version, *(d.version for d in documents))
         else:
-            if owner not in self.workspace.text_documents:
+            if unquote(owner) not in self.workspace.text_documents:  # pygls keys documents by decoded uri
                 return None
             documents = [self.workspace.get_text_document(owner)]
             versions = (documents[0].version,)
@@ -130,7 +131,7 @@ class RayLintServer(LanguageServer):
             source = Source(model.python, "utf-8", model)
         else:
             source = Source(documents[0].source, "utf-8")
-        result = self.lint_source(source, path)
+        result = self.lint_source(source, path, skip_excluded=True)
         by_uri: dict[str, list[Diagnostic]] = {d.uri: [] for d in documents}
         first = documents[0].uri if documents else owner
         for diagnostic in result.diagnostics:
@@ -144,18 +145,23 @@ class RayLintServer(LanguageServer):
         self.linted[owner] = linted
         return linted
 
-    def lint_source(self, source: Source, path: Path, options: RunOptions | None = None) -> FileResult:
+    def lint_source(
+        self, source: Source, path: Path, options: RunOptions | None = None, skip_excluded: bool = False
+    ) -> FileResult:
+        """`skip_excluded`: files that `exclude` matches get no diagnostics, as ruff's server does."""
         try:
             settings = self.resolver.settings_for(path)
         except ConfigError as error:
             return FileResult(path=str(path), diagnostics=[engine.file_error(f"configuration error: {error}")])
+        if skip_excluded and settings.is_excluded(path.absolute()):
+            return FileResult(path=str(path), source=source.text, notebook=source.notebook)
         return lint_source(source, str(path), settings, options or RunOptions())
 
     def reload_configuration(self) -> None:
         """Forget every resolved config file and lint the open documents again."""
         self.resolver = Resolver(self.options_layer)
         self.linted.clear()
-        owners = {self.owner(uri) for uri in self.workspace.text_documents}
+        owners = {self.owner(document.uri) for document in self.workspace.text_documents.values()}
         for owner in sorted(owners):
             self.publish(owner)
 
@@ -219,8 +225,9 @@ def initialize(ls: RayLintServer, params: types.InitializeParams) -> None:
         ls.debounce = debounce / 1000
     else:
         _show(ls, f"ray-lint: `debounce-ms` must be a number of milliseconds, got {debounce!r}", types.MessageType.Error)
-    try:
-        ls.options_layer = parse_layer(settings, "initialization options", Path.cwd())
+    root = _path(params.root_uri) if params.root_uri else Path(params.root_path or Path.cwd())
+    try:  # path patterns in the options are relative to the workspace root
+        ls.options_layer = parse_layer(settings, "initialization options", root)
     except ConfigError as error:
         _show(ls, f"ray-lint: {error}; using the config files alone", types.MessageType.Error)
     ls.resolver = Resolver(ls.options_layer)

@@ -109,7 +109,9 @@ def add_noqa(text: str, codes_by_line: dict[int, set[str]]) -> tuple[str, int]:
             missing = sorted(code for code in codes if not _matches(code, present))
             if not missing:
                 continue
-            new_comment = f"# noqa: {', '.join([*sorted(present), *missing])}"
+            matched = match.group(0)
+            trailing = matched[len(matched.rstrip(", \t")) :]  # the pattern swallows the separator after the codes
+            new_comment = f"# noqa: {', '.join([*sorted(present), *missing])}{trailing}"
             parts[row - 1] = line[: match.start()] + new_comment + line[match.end() :]
         else:
             stripped = line.rstrip()

@@ -532,17 +532,19 @@ def test_add_noqa(run, tmp_path):
         "b = [ray.get(f.remote(x)) for x in xs]  # keep me\n"
         "c = [ray.get(f.remote(x)) for x in xs]  # noqa: E501\n"
         "d = [ray.get(f.remote(x)) for x in xs]  # noqa\n"
+        "e = [ray.get(f.remote(x)) for x in xs]  # noqa: E501  # why\n"
     )
     target = write(tmp_path / "a.py", source)
     added = run(["check", "--jobs", "1", "--add-noqa", "."], tmp_path)
     assert added.returncode == 0, added.stderr
-    assert "Added 3 noqa directives." in added.stderr
+    assert "Added 4 noqa directives." in added.stderr
     assert target.read_text(encoding="utf-8") == (
         "import ray\n"
         "a = [ray.get(f.remote(x)) for x in xs]  # noqa: RAY001\n"
         "b = [ray.get(f.remote(x)) for x in xs]  # keep me  # noqa: RAY001\n"
         "c = [ray.get(f.remote(x)) for x in xs]  # noqa: E501, RAY001\n"
         "d = [ray.get(f.remote(x)) for x in xs]  # noqa\n"
+        "e = [ray.get(f.remote(x)) for x in xs]  # noqa: E501, RAY001  # why\n"
     )
     after = run(["check", "--jobs", "1", "."], tmp_path)
     assert after.returncode == 0, after.stdout

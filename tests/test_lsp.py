@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -152,6 +152,7 @@ def _register(client: Client, params: types.RegistrationParams) -> None:
 
 
 def make_client() -> Client:
+    """pytest-lsp's client with its default handlers, except the two this module records."""
     client = Client(converter_factory=default_converter)
     register_lsp_features(
         client,
@@ -188,7 +189,9 @@ async def start(client: Client, preset: str, root: Path, options: dict[str, Any]
 
 
 @pytest_lsp.fixture(config=SERVER, scope="module", params=PRESETS)
-async def client(lsp_client: Client, request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
+async def client(
+    lsp_client: Client, request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> AsyncIterator[None]:
     """One server per editor preset for the whole module: each test works in its own files."""
     await start(lsp_client, request.param, tmp_path_factory.mktemp(request.param))
     yield
@@ -196,7 +199,7 @@ async def client(lsp_client: Client, request: pytest.FixtureRequest, tmp_path_fa
 
 
 @pytest_lsp.fixture(config=SERVER, loop_scope="module")
-async def options_client(lsp_client: Client, request: pytest.FixtureRequest, tmp_path: Path):
+async def options_client(lsp_client: Client, request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[None]:
     """A fresh server started with the initialization options in the test's `options_client` parameter."""
     await start(lsp_client, "visual-studio-code", tmp_path, request.param)
     yield
@@ -296,7 +299,7 @@ async def published(client: Client, uri: str, version: int | None = None, since:
         await asyncio.sleep(0.01)
 
 
-async def eventually(condition: Any, what: str) -> None:
+async def eventually(condition: Callable[[], object], what: str) -> None:
     """Wait for a notification's side effect (a message, a registration)."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + WAIT_S
@@ -647,12 +650,6 @@ async def test_notebook_cells(client: Client) -> None:
 
 
 @in_module_loop
-@pytest.mark.xfail(
-    strict=True,
-    reason="server bug: RayLintServer.lint() looks the raw uri up in workspace.text_documents, which pygls "
-    "keys by the percent-decoded uri, so a file whose uri has escapes (a space, non-ASCII, VS Code's "
-    "`file:///c%3A/...` on Windows) is never linted",
-)
 async def test_a_path_with_spaces_and_accents(client: Client) -> None:
     """Editors percent-encode file uris (`dossier é/a b.py` -> `dossier%20%C3%A9/a%20b.py`): such a file
     is linted and gets its actions like any other."""
