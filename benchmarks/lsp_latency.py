@@ -108,10 +108,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--lines", type=int, default=1000)
     parser.add_argument("--edits", type=int, default=20)
+    parser.add_argument("--debounce", type=int, nargs="+", default=[0, 300], help="debounce-ms values to try")
     args = parser.parse_args()
     text = ray_module(args.lines)
     print(f"file: {text.count(chr(10))} lines; {args.edits} edits, one at a time")
-    for debounce in (0, 300):
+    for debounce in args.debounce:
         latencies = asyncio.run(measure(text, args.edits, debounce))
         median, worst = statistics.median(latencies) * 1000, max(latencies) * 1000
         print(f"debounce {debounce:>3} ms: didChange -> publishDiagnostics median {median:.0f} ms, worst {worst:.0f} ms")

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import gc
 import re
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import libcst as cst
@@ -53,9 +55,9 @@ def lint_text(
     if not active:
         return []
     report_file_errors = any(rule.code == FILE_ERROR_CODE for rule in active)
-    diagnostics = [
-        d for d in _check(text, active, describe_line or _plain_line) if d.code != FILE_ERROR_CODE or report_file_errors
-    ]
+    with _collector_paused():
+        checked = _check(text, active, describe_line or _plain_line)
+    diagnostics = [d for d in checked if d.code != FILE_ERROR_CODE or report_file_errors]
     if not diagnostics:
         return []
     if not line_noqa:
@@ -71,6 +73,20 @@ def lint_text(
 
 def _with_noqa_line(diagnostic: Diagnostic, line: int) -> Diagnostic:
     return dataclasses.replace(diagnostic, noqa_line=line)
+
+
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """A parsed file is tens of thousands of new objects, and Python's cyclic garbage collector would
+    scan them again and again while they are built (half the time of a 1,000-line file). They are
+    freed by reference counting; whatever cycles remain are collected once the pause ends."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def _plain_line(line: int) -> str:
