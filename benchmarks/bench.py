@@ -17,6 +17,7 @@ import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -50,12 +51,14 @@ def measure_once(command: list[str]) -> tuple[float, float]:
     probe = (
         "import json, resource, subprocess, sys, time\n"
         "start = time.perf_counter()\n"
-        "subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n"
+        "done = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)\n"
         "wall = time.perf_counter() - start\n"
-        "print(json.dumps([wall, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024]))\n"
+        "print(json.dumps([wall, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024, done.returncode, done.stderr[-2000:]]))\n"
     )
     out = subprocess.run([sys.executable, "-c", probe, *command], capture_output=True, text=True, check=True)
-    wall, rss = json.loads(out.stdout)
+    wall, rss, returncode, stderr = json.loads(out.stdout)
+    if returncode not in (0, 1):  # a run that failed measures nothing
+        raise SystemExit(f"{' '.join(command[:4])} ... exited {returncode}:\n{stderr}")
     return wall, rss
 
 
@@ -78,7 +81,20 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--repeat", type=int, default=3, help="runs of each command; the median is shown")
     args = parser.parse_args()
-    root = (args.path or installed_ray()).resolve()
+    with tempfile.TemporaryDirectory(prefix="ray-lint-bench-") as scratch:
+        # A copy of the Python files, outside any git repository: an installed package usually sits in
+        # a .gitignored virtualenv, which ray-lint (rightly) skips but flake8 does not.
+        source = (args.path or installed_ray()).resolve()
+        root = Path(scratch) / "tree"
+        shutil.copytree(source, root, ignore=_not_python)
+        run_all(source, root, args)
+
+
+def _not_python(directory: str, names: list[str]) -> list[str]:
+    return [name for name in names if not name.endswith(".py") and not (Path(directory) / name).is_dir()]
+
+
+def run_all(source: Path, root: Path, args: argparse.Namespace) -> None:
     files = python_files(root)
     lines = sum(path.read_bytes().count(b"\n") for path in files)
     jobs = str(args.jobs)
@@ -101,7 +117,7 @@ def main() -> None:
     if shutil.which("fixit", path=str(bin_dir)) is not None:
         commands["Fixit (default rules)"] = [str(bin_dir / "fixit"), "lint", str(root)]
     console = Console()
-    console.print(f"{root}: {len(files)} files, {lines:,} lines; --jobs {jobs}; median of {args.repeat} runs")
+    console.print(f"{source} (copied): {len(files)} files, {lines:,} lines; --jobs {jobs}; median of {args.repeat} runs")
     results = []
     for name, command in commands.items():
         started = time.perf_counter()
