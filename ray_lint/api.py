@@ -36,20 +36,19 @@ def lint_source(source: Source, path: str, settings: Settings, options: RunOptio
     """Lint (and, as asked, fix or annotate) one file's decoded text. Never raises."""
     result = FileResult(path=path, source=source.text, notebook=source.notebook)
     notebook = source.notebook
-    describe_line = notebook.describe_line if notebook is not None else None
     try:
         rules = settings.rules_for(Path(path))
         text = source.text
         if options.fix:
-            outcome = engine.fix_text(text, rules, options.unsafe_fixes)
+            describer = notebook.describer if notebook is not None else None
+            outcome = engine.fix_text(text, rules, options.unsafe_fixes, describer)
             result.diagnostics = outcome.diagnostics
             result.fixes_applied = dict(outcome.applied)
             result.refused_fixes = outcome.refused
             if outcome.text != text:
                 result.fixed_source = outcome.text
-            if notebook is not None:  # what is left, with positions and messages in the fixed cells
-                result.fixed_notebook = notebook.after(outcome.text) if outcome.text != text else notebook
-                result.diagnostics = engine.lint_text(outcome.text, rules, describe_line=result.fixed_notebook.describe_line)
+                if notebook is not None:  # what is left is located in the fixed cells
+                    result.fixed_notebook = notebook.after(outcome.text)
         elif options.add_noqa:
             diagnostics = engine.lint_text(text, rules)
             lines: dict[int, set[str]] = {}
@@ -64,6 +63,7 @@ def lint_source(source: Source, path: str, settings: Settings, options: RunOptio
                 if notebook is not None:
                     result.fixed_notebook = notebook.after(annotated)
         else:
+            describe_line = notebook.describe_line if notebook is not None else None
             result.diagnostics = engine.lint_text(text, rules, describe_line=describe_line)
     except CellsChanged as error:
         result.diagnostics.append(engine.file_error(f"fixes not applied: {error}"))

@@ -189,12 +189,19 @@ class FixOutcome:
     refused: list[Diagnostic] = field(default_factory=list)  # fixes that would not parse
 
 
-def fix_text(text: str, rules: list[Rule], unsafe: bool) -> FixOutcome:
-    """Apply fixes until none is left (at most MAX_FIX_PASSES passes), never keeping unparseable code."""
+def fix_text(
+    text: str, rules: list[Rule], unsafe: bool, describer: Callable[[str], Callable[[int], str]] | None = None
+) -> FixOutcome:
+    """Apply fixes until none is left (at most MAX_FIX_PASSES passes), never keeping unparseable code.
+    `describer` gives the `describe_line` for a text, which fixes change (a notebook's cells move)."""
+
+    def lint(current: str) -> list[Diagnostic]:
+        return lint_text(current, rules, describe_line=describer(current) if describer is not None else None)
+
     outcome = FixOutcome(text, [])
     refused_at: set[tuple[str, Position]] = set()
     for _ in range(MAX_FIX_PASSES):
-        diagnostics = lint_text(outcome.text, rules)
+        diagnostics = lint(outcome.text)
         chosen = _non_overlapping(
             d
             for d in diagnostics
@@ -219,7 +226,7 @@ def fix_text(text: str, rules: list[Rule], unsafe: bool) -> FixOutcome:
                 break
             refused_at.add((diagnostic.code, diagnostic.start))
             outcome.refused.append(diagnostic)
-    outcome.diagnostics = lint_text(outcome.text, rules)
+    outcome.diagnostics = lint(outcome.text)
     return outcome
 
 

@@ -16,7 +16,7 @@ import io
 import json
 import re
 import tokenize
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -133,6 +133,10 @@ class Notebook:
     def describe_line(self, line: int) -> str:
         located = self.locate(line)
         return f"cell {located[0].index}, line {located[1]}" if located else f"line {line}"
+
+    def describer(self, fixed: str) -> Callable[[int], str]:
+        """`describe_line` for the Python text as fixes leave it."""
+        return self.after(fixed).describe_line if fixed != self.python else self.describe_line
 
     def after(self, fixed: str) -> Notebook:
         """The notebook as the fixed Python text leaves it (for positions of what is left to report)."""
