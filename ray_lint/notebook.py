@@ -54,8 +54,7 @@ class Cell:
 
 @dataclass(frozen=True)
 class Notebook:
-    document: dict[str, Any]
-    raw: str
+    raw: str  # the file's JSON text ("" for an editor's open notebook, which is never rendered)
     cells: tuple[Cell, ...]
 
     @classmethod
@@ -67,7 +66,7 @@ class Notebook:
         if not isinstance(document, dict) or not isinstance(document.get("cells"), list):
             raise NotebookError("is not a valid notebook: it has no `cells` list")
         if not _is_python(document):
-            return cls(document, raw, ())
+            return cls(raw, ())
         texts = []
         for index, cell in enumerate(document["cells"], start=1):
             if not isinstance(cell, dict) or cell.get("cell_type") != "code":
@@ -78,12 +77,11 @@ class Notebook:
             if not isinstance(source, str):
                 raise NotebookError(f"is not a valid notebook: cell {index} has a source that is not text")
             texts.append((index, source))
-        return cls.from_cells(texts, document, raw)
+        return cls.from_cells(texts, raw)
 
     @classmethod
-    def from_cells(cls, texts: Iterable[tuple[int, str]], document: dict[str, Any] | None = None, raw: str = "") -> Notebook:
-        """A notebook from its code cells' (1-based index, text); an editor's open notebook has no file
-        text, so `render` needs `document` and `raw`."""
+    def from_cells(cls, texts: Iterable[tuple[int, str]], raw: str = "") -> Notebook:
+        """A notebook from its code cells' (1-based index, text)."""
         cells, line = [], 1
         for index, text in texts:
             python, magics = _python_view(text)
@@ -91,7 +89,7 @@ class Notebook:
                 continue
             cells.append(Cell(index, line, text, python, magics))
             line += python.count("\n") + 1  # the cell's lines, then its end marker
-        return cls(document or {}, raw, tuple(cells))
+        return cls(raw, tuple(cells))
 
     @property
     def python(self) -> str:
@@ -142,7 +140,7 @@ class Notebook:
         """The notebook as the fixed Python text leaves it (for positions of what is left to report)."""
         texts = {cell.index: cell.text for cell in self.cells}
         texts.update((cell.index, text) for cell, text in self.changed_cells(fixed))
-        return Notebook.from_cells(sorted(texts.items()), self.document, self.raw)
+        return Notebook.from_cells(sorted(texts.items()), self.raw)
 
     def changed_cells(self, fixed: str) -> list[tuple[Cell, str]]:
         """The cells whose text the fixed Python text changes, with their new text (magics restored).
