@@ -1,11 +1,15 @@
 """ray-lint's speed on a big tree, against references measured in the same run.
 
-By default the tree is the installed `ray` package (found without importing Ray). Each command runs
-in its own process; the table gives wall time, files/s, lines/s, the peak RSS of the largest
-process, and the ratio to `flake8 --jobs N` (flake8's default checks) on the same tree. Fixit is
-measured too when it is installed. A benchmark, not a test: run it on a quiet machine.
+By default the tree is the installed `ray` package (found without importing Ray), copied outside any
+git repository. Each command runs in its own process; the table gives wall time, files/s, lines/s,
+the peak RSS of the largest process, and the ratio to `flake8 --jobs N` (flake8's default checks) on
+the same tree. ray-lint runs cold (`--no-cache`), warm (cache filled, nothing changed) and with one
+file changed before each run. ruff (cold) is measured when installed, and Fixit when installed or
+named with `--fixit` (once: it takes minutes). Then one module's per-line cost at 1x and 100x its size shows whether cost grows
+linearly, and a last table checks each goal of issue 7. A benchmark, not a test: run it on a quiet
+machine.
 
-    python benchmarks/bench.py [--path DIR] [--jobs 2] [--repeat 3]
+    python benchmarks/bench.py [--path DIR] [--jobs 2] [--repeat 3] [--fixit PATH/TO/fixit]
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -62,9 +67,12 @@ def measure_once(command: list[str]) -> tuple[float, float]:
     return wall, rss
 
 
-def measure(name: str, command: list[str], repeat: int) -> Measurement:
+def measure(name: str, command: list[str], repeat: int, before: Callable[[int], None] | None = None) -> Measurement:
+    """`before(i)`, when given, runs ahead of the i-th run, untimed (to change a file, say)."""
     walls, peak = [], 0.0
-    for _ in range(repeat):
+    for index in range(repeat):
+        if before is not None:
+            before(index)
         wall, rss = measure_once(command)
         walls.append(wall)
         peak = max(peak, rss)
@@ -80,6 +88,8 @@ def main() -> None:
     parser.add_argument("--path", type=Path, help="tree to lint (default: the installed ray package)")
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--repeat", type=int, default=3, help="runs of each command; the median is shown")
+    parser.add_argument("--fixit", type=Path, help="a `fixit` executable (in another virtualenv, say) to compare with")
+    parser.add_argument("--copies", type=int, default=100, help="the size multiple of the linearity check")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="ray-lint-bench-") as scratch:
         # A copy of the Python files, outside any git repository: an installed package usually sits in
@@ -87,50 +97,159 @@ def main() -> None:
         source = (args.path or installed_ray()).resolve()
         root = Path(scratch) / "tree"
         shutil.copytree(source, root, ignore=_not_python)
-        run_all(source, root, args)
+        run_all(source, root, Path(scratch) / "cache", args)
 
 
 def _not_python(directory: str, names: list[str]) -> list[str]:
     return [name for name in names if not name.endswith(".py") and not (Path(directory) / name).is_dir()]
 
 
-def run_all(source: Path, root: Path, args: argparse.Namespace) -> None:
+def _tool(name: str, bin_dir: Path) -> str | None:
+    return shutil.which(name, path=str(bin_dir)) or shutil.which(name)
+
+
+def run_all(source: Path, root: Path, cache_dir: Path, args: argparse.Namespace) -> None:
     files = python_files(root)
     lines = sum(path.read_bytes().count(b"\n") for path in files)
     jobs = str(args.jobs)
     bin_dir = Path(sys.executable).parent
-    commands = {
-        "ray-lint check (cold)": [
-            str(bin_dir / "ray-lint"), "check", "--no-cache", "--jobs", jobs, "--exit-zero", "--output-format", "concise", str(root),
-        ],
-        "flake8 (default checks)": [sys.executable, "-m", "flake8", "--jobs", jobs, "--extend-ignore", "RAY", "--exit-zero", str(root)],
-        "flake8 + ray-lint plugin": [sys.executable, "-m", "flake8", "--jobs", jobs, "--exit-zero", str(root)],
-        "libcst parse only (1 core)": [
-            sys.executable, "-c",
-            "import pathlib, sys, libcst\n"
-            "for p in sorted(pathlib.Path(sys.argv[1]).rglob('*.py')):\n"
-            "    try: libcst.parse_module(p.read_text(encoding='utf-8', errors='replace'))\n"
-            "    except Exception: pass\n",
-            str(root),
-        ],
-    }
-    if shutil.which("fixit", path=str(bin_dir)) is not None:
-        commands["Fixit (default rules)"] = [str(bin_dir / "fixit"), "lint", str(root)]
+    ray_lint = [str(bin_dir / "ray-lint"), "check", "--jobs", jobs, "--exit-zero", "--output-format", "concise"]
+    cached = [*ray_lint, "--cache-dir", str(cache_dir), str(root)]
+    runs: list[tuple[str, list[str], Callable[[int], None] | None]] = [
+        ("ray-lint check (cold)", [*ray_lint, "--no-cache", str(root)], None),
+        ("ray-lint check (warm)", cached, lambda index: _fill_cache(cached, index)),
+        ("ray-lint check (one file changed)", cached, lambda index: _change_one_file(files, index)),
+        ("flake8 (default checks)", [sys.executable, "-m", "flake8", "--jobs", jobs, "--extend-ignore", "RAY", "--exit-zero", str(root)], None),
+        ("flake8 + ray-lint plugin", [sys.executable, "-m", "flake8", "--jobs", jobs, "--exit-zero", str(root)], None),
+        (
+            "libcst parse only (1 core)",
+            [
+                sys.executable, "-c",
+                "import pathlib, sys, libcst\n"
+                "for p in sorted(pathlib.Path(sys.argv[1]).rglob('*.py')):\n"
+                "    try: libcst.parse_module(p.read_text(encoding='utf-8', errors='replace'))\n"
+                "    except Exception: pass\n",
+                str(root),
+            ],
+            None,
+        ),
+    ]
+    ruff = _tool("ruff", bin_dir)
+    if ruff is not None:
+        runs.append(("ruff (cold)", [ruff, "check", "--no-cache", "--isolated", "--exit-zero", "--quiet", str(root)], None))
+    fixit = str(args.fixit) if args.fixit else _tool("fixit", bin_dir)
+    if fixit is not None:
+        runs.append(("Fixit (default rules)", [fixit, "lint", str(root)], None))
     console = Console()
     console.print(f"{source} (copied): {len(files)} files, {lines:,} lines; --jobs {jobs}; median of {args.repeat} runs")
-    results = []
-    for name, command in commands.items():
+    results: dict[str, Measurement] = {}
+    for name, command, before in runs:
         started = time.perf_counter()
-        results.append(measure(name, command, args.repeat))
+        repeat = 1 if name.startswith("Fixit") else args.repeat  # Fixit takes minutes: it runs once
+        results[name] = measure(name, command, repeat, before)
         console.print(f"  measured {name} in {time.perf_counter() - started:.1f} s", style="dim")
-    reference = next(m for m in results if m.name.startswith("flake8 (default"))
+    reference = results["flake8 (default checks)"]
     table = Table("command", "wall (s)", "files/s", "lines/s", "peak RSS (MB)", "× flake8")
-    for m in results:
+    for m in results.values():
         table.add_row(
             m.name, f"{m.wall:.2f}", f"{len(files) / m.wall:,.0f}", f"{lines / m.wall:,.0f}", f"{m.peak_rss_mb:.0f}",
             f"{m.wall / reference.wall:.2f}",
         )
     console.print(table)
+    scaling = measure_scaling(files, args.copies)
+    console.print(
+        f"Per-line cost of one module ({scaling['lines']} lines, in-process, all default rules): "
+        f"{scaling['small_us']:.1f} µs/line at 1x, {scaling['large_us']:.1f} µs/line at {args.copies}x "
+        f"({scaling['lines'] * args.copies:,} lines; peak RSS {scaling['rss_mb']:.0f} MB)"
+    )
+    console.print(goals(results, scaling))
+
+
+def _fill_cache(command: list[str], index: int) -> None:
+    """Before the first warm run: one run fills the cache."""
+    if index == 0:
+        subprocess.run(command, stdout=subprocess.DEVNULL, check=True)
+
+
+def _change_one_file(files: list[Path], index: int) -> None:
+    """A different file each run, as an edit between two runs would."""
+    target = files[(index * 997) % len(files)]
+    with target.open("a", encoding="utf-8") as handle:
+        handle.write(f"\n# edited by the benchmark, run {index}\n")
+
+
+SCALING_PROBE = """
+import gc, json, resource, sys, time
+from ray_lint.engine import lint_text
+from ray_lint.rule import all_rules
+rules = [rule() for rule in all_rules() if not rule.preview]
+small = open(sys.argv[1], encoding="utf-8").read()
+copies = int(sys.argv[2])
+large = small * copies
+lint_text(small, rules)
+start = time.perf_counter()
+for _ in range(copies):
+    lint_text(small, rules)
+small_s = time.perf_counter() - start
+gc.collect()
+start = time.perf_counter()
+lint_text(large, rules)
+large_s = time.perf_counter() - start
+print(json.dumps([small_s, large_s, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024]))
+"""
+
+
+def measure_scaling(files: list[Path], copies: int) -> dict[str, float]:
+    """Lint one module that uses Ray (near 200 lines) `copies` times, then that module repeated
+    `copies` times as one file: equal per-line costs mean cost grows linearly with size."""
+    candidates = []
+    for path in files:
+        text = path.read_text(encoding="utf-8", errors="replace")
+        if ".remote(" in text and "ray.get" in text:
+            candidates.append((abs(text.count("\n") - 200), str(path), text))
+    if not candidates:
+        candidates = [(0, "", "import ray\n" + "results = [ray.get(f.remote(x)) for x in xs]\n" * 199)]
+    _, _, text = min(candidates)
+    text = text if text.endswith("\n") else text + "\n"
+    with tempfile.NamedTemporaryFile("w", suffix=".py", encoding="utf-8", delete=False) as handle:
+        handle.write(text)
+    try:
+        out = subprocess.run([sys.executable, "-c", SCALING_PROBE, handle.name, str(copies)], capture_output=True, text=True, check=True)
+    finally:
+        Path(handle.name).unlink()
+    small_s, large_s, rss = json.loads(out.stdout)
+    count = text.count("\n")
+    return {
+        "lines": count,
+        "copies": copies,
+        "small_us": small_s / (count * copies) * 1e6,
+        "large_us": large_s / (count * copies) * 1e6,
+        "rss_mb": rss,
+    }
+
+
+def goals(results: dict[str, Measurement], scaling: dict[str, float]) -> Table:
+    """Issue 7's goals against this run's figures."""
+    table = Table("goal", "measured", "met")
+    cold, flake8 = results["ray-lint check (cold)"].wall, results["flake8 (default checks)"].wall
+    rows = [("cold run ≤ 0.4 × flake8", f"{cold / flake8:.2f} ×", cold <= 0.4 * flake8)]
+    if "Fixit (default rules)" in results:
+        fixit = results["Fixit (default rules)"].wall
+        rows.append(("cold run ≥ 5 × faster than Fixit", f"{fixit / cold:.1f} × faster", fixit >= 5 * cold))
+    warm = results["ray-lint check (warm)"].wall
+    if "ruff (cold)" in results:
+        ruff = results["ruff (cold)"].wall
+        rows.append(("warm run ≤ ruff's cold run", f"{warm:.2f} s vs {ruff:.2f} s", warm <= ruff))
+    changed = results["ray-lint check (one file changed)"].wall
+    rows.append(("one file changed < 1.5 s", f"{changed:.2f} s", changed < 1.5))
+    peak = max(results[name].peak_rss_mb for name in results if name.startswith("ray-lint"))
+    peak = max(peak, scaling["rss_mb"])
+    rows.append(("peak memory < 300 MB per process", f"{peak:.0f} MB", peak < 300))
+    ratio = scaling["large_us"] / scaling["small_us"]
+    rows.append((f"per-line cost at {scaling['copies']}x ≤ at 1x (within 10%)", f"{ratio:.2f} ×", ratio <= 1.1))
+    for goal, measured, met in rows:
+        table.add_row(goal, measured, "yes" if met else "[bold red]no[/]")
+    return table
 
 
 if __name__ == "__main__":

@@ -11,18 +11,18 @@ from pathlib import Path
 from typing import TextIO
 
 from rich.console import Console
-from rich.markdown import Markdown
 
-from ray_lint import __version__, engine
-from ray_lint.api import RunOptions, lint_bytes, lint_paths
+from ray_lint import __version__
+from ray_lint.api import Executor, ExecutorError, RunOptions, lint_bytes, lint_paths, local_executor
+from ray_lint.cache import CACHE_DIR_ENV, CACHE_DIR_NAME, NotACache, ResultCache, clean, default_directory
 from ray_lint.config import ConfigError, Layer, Resolver, parse_layer
-from ray_lint.diagnostics import FileResult
+from ray_lint.diagnostics import FileResult, Timings, file_error
 from ray_lint.docs import render_rule
 from ray_lint.files import Skipped
 from ray_lint.output import FORMATS, Report, collect
 from ray_lint.output.machine import render_github, render_json, render_json_lines
 from ray_lint.output.sarif import render_sarif
-from ray_lint.output.text import render_concise, render_full, render_statistics, summary
+from ray_lint.output.text import render_concise, render_full, render_statistics, render_timings, summary
 from ray_lint.rule import all_rules, rule_by_code_or_name
 
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
@@ -65,8 +65,17 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--diff", action="store_true", help="print the fixes as a diff instead of writing them")
     check.add_argument("--show-fixes", action="store_true", help="show each fix as a diff in the full format")
     check.add_argument("--add-noqa", action="store_true", help="add `# noqa` comments for every current finding")
+    check.add_argument("--timings", action="store_true", help="also show the time each phase and rule took (on standard error)")
     check.add_argument("--jobs", "-j", type=int, default=os.cpu_count() or 1, help="worker processes (default: all cores)")
+    check.add_argument(
+        "--executor",
+        choices=("local", "ray"),
+        default="local",
+        help="where files are linted: this machine's processes, or tasks on a Ray cluster (needs ray-lint[verify])",
+    )
+    check.add_argument("--address", help="with --executor ray: the cluster to use (default: start a local one)")
     check.add_argument("--no-cache", action="store_true", help="do not read or write the cache")
+    check.add_argument("--cache-dir", type=Path, help=f"the cache directory (default: ${CACHE_DIR_ENV}, or {CACHE_DIR_NAME} in the project root)")
     check.add_argument("--color", choices=("auto", "always", "never"), default="auto")
 
     rule = commands.add_parser("rule", help="explain a rule")
@@ -102,6 +111,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     lsp.add_argument("--tcp", type=int, metavar="PORT", help="listen on 127.0.0.1:PORT instead of stdio (for debugging)")
 
+    clean_command = commands.add_parser("clean", help="remove the cache")
+    clean_command.add_argument("--cache-dir", type=Path, help="the cache directory (default: as for check)")
+
     config = commands.add_parser("config", help="show the resolved configuration for a path")
     config.add_argument("path", nargs="?", type=Path, default=Path("."))
     config.add_argument("--config", type=Path)
@@ -130,10 +142,10 @@ def _cli_layer(args: argparse.Namespace) -> Layer:
     return parse_layer(data, "command line", Path.cwd())
 
 
-def _resolver(args: argparse.Namespace) -> Resolver:
+def _resolver(args: argparse.Namespace, validate: bool = True) -> Resolver:
     if args.config is not None and not args.config.is_file():
         raise ConfigError(f"{args.config}: config file not found")
-    return Resolver(_cli_layer(args), config_path=args.config, isolated=args.isolated)
+    return Resolver(_cli_layer(args), config_path=args.config, isolated=args.isolated, validate=validate)
 
 
 def _console(stream: TextIO, color: str) -> Console:
@@ -146,17 +158,21 @@ def run_check(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
         raise UsageError("--jobs must be at least 1")
     if args.add_noqa and args.fix:
         raise UsageError("--add-noqa cannot be combined with --fix")
-    resolver = _resolver(args)
+    if args.address and args.executor != "ray":
+        raise UsageError("--address needs --executor ray")
     options = RunOptions(
         fix=args.fix or args.diff,
         unsafe_fixes=args.unsafe_fixes,
         write=not args.diff,
         add_noqa=args.add_noqa,
+        timings=args.timings,
     )
     err = _console(stderr, args.color)
     paths = args.paths or [Path(".")]
     from_stdin = [str(p) for p in paths] == ["-"]
     results: list[FileResult] = []
+    cache = None if args.no_cache or from_stdin else ResultCache(args.cache_dir or default_directory(Path.cwd()))
+    resolver = _resolver(args, validate=cache is None)  # with a cache, lint_paths validates what the cache does not vouch for
     if from_stdin:
         name = args.stdin_filename or "-"
         settings = resolver.settings_for(Path(name).absolute())
@@ -174,9 +190,9 @@ def run_check(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
             stdout = stderr  # the fixed source owns standard output
         results.append(result)
     else:
-        for item in lint_paths(paths, resolver, options, jobs=args.jobs, force_exclude=args.force_exclude):
+        for item in lint_paths(paths, resolver, options, _executor(args), args.force_exclude, cache):
             if isinstance(item, Skipped):
-                results.append(FileResult(path=str(item.path), diagnostics=[engine.file_error(item.reason)]))
+                results.append(FileResult(path=str(item.path), diagnostics=[file_error(item.reason)]))
             else:
                 results.append(item)
     for result in results:
@@ -204,8 +220,22 @@ def run_check(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
         for result in results:
             for code, count in sorted(result.fixes_applied.items()):
                 err.print(f"Fixed {count} × {code} in {result.path}")
+    if args.timings:
+        timings = Timings()
+        for result in results:
+            if result.timings is not None:
+                timings.merge(result.timings)
+        render_timings(timings, len(results), cache.hits if cache is not None else 0, err)
     found = len(report.findings)
     return EXIT_OK if found == 0 or args.exit_zero else EXIT_FINDINGS
+
+
+def _executor(args: argparse.Namespace) -> Executor:
+    if args.executor == "ray":
+        from ray_lint.ray_executor import RayExecutor  # Ray is imported only when asked for
+
+        return RayExecutor(args.address)
+    return local_executor(args.jobs)
 
 
 def _render(report: Report, args: argparse.Namespace, output: TextIO, fixed: int) -> None:
@@ -261,6 +291,8 @@ def run_rule(args: argparse.Namespace, stdout: TextIO) -> int:
         payload = [dict(rule.summary(), docs=rule.docs.strip()) for rule in rules]
         stdout.write(json.dumps(payload if args.all else payload[0], indent=2) + "\n")
         return EXIT_OK
+    from rich.markdown import Markdown  # only here: it costs a tenth of a second to import
+
     console = _console(stdout, "auto")
     for rule in rules:
         text = render_rule(rule)
@@ -278,6 +310,18 @@ def run_config(args: argparse.Namespace, stdout: TextIO) -> int:
         return EXIT_OK
     for key, value, source in rows:
         stdout.write(f"{key} = {json.dumps(value)}  # from {source}\n")
+    return EXIT_OK
+
+
+def run_clean(args: argparse.Namespace, stdout: TextIO) -> int:
+    directory = args.cache_dir or default_directory(Path.cwd())
+    try:
+        removed = clean(directory)
+    except NotACache as error:
+        raise UsageError(str(error)) from None
+    except OSError as error:
+        raise UsageError(f"{directory}: cannot be removed: {error.strerror or error}") from None
+    stdout.write(f"Removed {directory}\n" if removed else f"No cache at {directory}\n")
     return EXIT_OK
 
 
@@ -302,6 +346,8 @@ def main(argv: list[str] | None = None, stdout: TextIO | None = None, stderr: Te
             return run_rule(args, stdout)
         if args.command == "config":
             return run_config(args, stdout)
+        if args.command == "clean":
+            return run_clean(args, stdout)
         if args.command == "verify":
             from ray_lint.verify.cli import run_verify  # imports the verifier only when asked
 
@@ -310,7 +356,7 @@ def main(argv: list[str] | None = None, stdout: TextIO | None = None, stderr: Te
             return run_server(args, stderr)
         parser.print_help(stdout)
         return EXIT_ERROR
-    except (ConfigError, UsageError) as error:
+    except (ConfigError, UsageError, ExecutorError) as error:
         stderr.write(f"ray-lint: error: {error}\n")
         return EXIT_ERROR
     except KeyboardInterrupt:

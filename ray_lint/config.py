@@ -9,6 +9,7 @@ when preview mode is on, or when it is selected by its exact code or name.
 from __future__ import annotations
 
 import difflib
+import hashlib
 import sys
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -56,7 +57,7 @@ class Layer:
     exclude: tuple[str, ...] | None = None
     extend_exclude: tuple[str, ...] = ()
     preview: bool | None = None
-    rule_options: tuple[tuple[str, tuple[tuple[str, Any], ...]], ...] = ()
+    rule_options: tuple[tuple[str, tuple[tuple[str, Any], ...]], ...] = ()  # keyed by rule name or code as written
 
 
 def selector_codes(selector: str, origin: str) -> tuple[frozenset[str], int]:
@@ -75,7 +76,8 @@ def selector_codes(selector: str, origin: str) -> tuple[frozenset[str], int]:
 
 
 def parse_layer(data: dict[str, Any], origin: str, root: Path) -> Layer:
-    """Validate a `[tool.ray-lint]` table (or a ray-lint.toml) and turn it into a Layer."""
+    """Check the shape of a `[tool.ray-lint]` table (or a ray-lint.toml) and turn it into a Layer.
+    What needs the rule registry (codes, option names) is checked by `check_layer`."""
     for key in data:
         if key not in KNOWN_KEYS:
             raise ConfigError(f"{origin}: unknown key `{key}`{suggest(key, list(KNOWN_KEYS))}")
@@ -86,9 +88,6 @@ def parse_layer(data: dict[str, Any], origin: str, root: Path) -> Layer:
             if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
                 raise ConfigError(f"{origin}: `{key}` must be a list of strings")
             values[key] = tuple(value)
-    for key in ("select", "extend-select", "ignore"):
-        for selector in values.get(key, ()):
-            selector_codes(selector, origin)
     preview = data.get("preview")
     if preview is not None and not isinstance(preview, bool):
         raise ConfigError(f"{origin}: `preview` must be true or false")
@@ -98,27 +97,14 @@ def parse_layer(data: dict[str, Any], origin: str, root: Path) -> Layer:
     for pattern, selectors in per_file.items():
         if not isinstance(selectors, list) or not all(isinstance(s, str) for s in selectors):
             raise ConfigError(f"{origin}: `per-file-ignores.\"{pattern}\"` must be a list of codes")
-        for selector in selectors:
-            selector_codes(selector, origin)
     rules = data.get("rules", {})
     if not isinstance(rules, dict):
         raise ConfigError(f"{origin}: `rules` must be a table of per-rule tables")
     options = []
     for rule_key, settings in rules.items():
-        rule = _rule_for_options(rule_key, origin)
         if not isinstance(settings, dict):
             raise ConfigError(f"{origin}: `rules.{rule_key}` must be a table of options")
-        known = {option.name: option for option in rule.options}
-        for name, value in settings.items():
-            if name not in known:
-                hint = suggest(name, list(known)) or (
-                    f"; {rule.name} has no options" if not known else f"; its options are {', '.join(sorted(known))}"
-                )
-                raise ConfigError(f"{origin}: unknown option `{name}` for rule {rule.code} ({rule.name}){hint}")
-            problem = known[name].check(value)
-            if problem:
-                raise ConfigError(f"{origin}: `rules.{rule.name}.{name}`: {problem}")
-        options.append((rule.name, tuple(settings.items())))
+        options.append((rule_key, tuple(settings.items())))
     return Layer(
         origin=origin,
         root=root,
@@ -131,6 +117,28 @@ def parse_layer(data: dict[str, Any], origin: str, root: Path) -> Layer:
         preview=preview,
         rule_options=tuple(options),
     )
+
+
+def check_layer(layer: Layer) -> Layer:
+    """Check what a layer names against the rule registry: selectors, rules and their options."""
+    origin = layer.origin
+    selectors = [*(layer.select or ()), *layer.extend_select, *layer.ignore]
+    selectors += [selector for _, codes in layer.per_file_ignores for selector in codes]
+    for selector in selectors:
+        selector_codes(selector, origin)
+    for rule_key, settings in layer.rule_options:
+        rule = _rule_for_options(rule_key, origin)
+        known = {option.name: option for option in rule.options}
+        for name, value in settings:
+            if name not in known:
+                hint = suggest(name, list(known)) or (
+                    f"; {rule.name} has no options" if not known else f"; its options are {', '.join(sorted(known))}"
+                )
+                raise ConfigError(f"{origin}: unknown option `{name}` for rule {rule.code} ({rule.name}){hint}")
+            problem = known[name].check(value)
+            if problem:
+                raise ConfigError(f"{origin}: `rules.{rule.name}.{name}`: {problem}")
+    return layer
 
 
 def _rule_for_options(key: str, origin: str) -> type[Rule]:
@@ -162,13 +170,12 @@ def read_config_file(path: Path) -> Layer | None:
     return parse_layer(section, origin, path.parent.resolve())
 
 
-def find_config_file(directory: Path) -> Path | None:
-    """The nearest ray-lint.toml, or pyproject.toml with a `[tool.ray-lint]` table, at or above `directory`."""
-    for folder in (directory, *directory.parents):
-        for name in CONFIG_FILES:
-            candidate = folder / name
-            if candidate.is_file() and (name != "pyproject.toml" or _has_ray_lint_table(candidate)):
-                return candidate
+def config_file_in(directory: Path) -> Path | None:
+    """The ray-lint.toml, or a pyproject.toml with a `[tool.ray-lint]` table, in `directory`."""
+    for name in CONFIG_FILES:
+        candidate = directory / name
+        if candidate.is_file() and (name != "pyproject.toml" or _has_ray_lint_table(candidate)):
+            return candidate
     return None
 
 
@@ -193,11 +200,27 @@ class Settings:
         self.layers = state["layers"]
 
     @cached_property
+    def fingerprint(self) -> str:
+        """A digest of every setting, for the cache: equal settings give equal results."""
+        return hashlib.blake2b(repr(self.layers).encode(), digest_size=16).hexdigest()
+
+    def validate(self) -> None:
+        """Raise ConfigError for anything the layers name that the rule registry does not know."""
+        _ = self._checked
+
+    @cached_property
+    def _checked(self) -> bool:
+        for layer in self.layers:
+            check_layer(layer)
+        return True
+
+    @cached_property
     def preview(self) -> bool:
         return next((layer.preview for layer in reversed(self.layers) if layer.preview is not None), False)
 
     @cached_property
     def enabled_codes(self) -> frozenset[str]:
+        self.validate()
         enabled = self._decide({rule.code: not rule.preview for rule in all_rules()})
         return frozenset(code for code, on in enabled.items() if on)
 
@@ -224,28 +247,38 @@ class Settings:
         return state
 
     @cached_property
-    def _per_file_ignores(self) -> list[tuple[pathspec.GitIgnoreSpec, Path, frozenset[str]]]:
-        entries = []
-        for layer in self.layers:
-            for pattern, selectors in layer.per_file_ignores:
-                codes = frozenset().union(*(selector_codes(s, layer.origin)[0] for s in selectors))
-                entries.append((pathspec.GitIgnoreSpec.from_lines([pattern]), layer.root, codes))
-        return entries
+    def _per_file_ignores(self) -> list[tuple[pathspec.GitIgnoreSpec, Path, tuple[str, ...], str]]:
+        return [
+            (pathspec.GitIgnoreSpec.from_lines([pattern]), layer.root, selectors, layer.origin)
+            for layer in self.layers
+            for pattern, selectors in layer.per_file_ignores
+        ]
+
+    def ignored_for(self, path: Path) -> tuple[tuple[str, str], ...]:
+        """The (selector, origin) pairs of the per-file-ignores that match `path`, as written: the
+        cache keys on them without loading the rule registry."""
+        return tuple(
+            (selector, origin)
+            for spec, root, selectors, origin in self._per_file_ignores
+            if spec.match_file(_relative(path, root))
+            for selector in selectors
+        )
 
     def codes_for(self, path: Path) -> frozenset[str]:
         """Enabled codes for one file, after per-file-ignores."""
         codes = self.enabled_codes
-        for spec, root, ignored in self._per_file_ignores:
-            if spec.match_file(_relative(path, root)):
-                codes = codes - ignored
+        for selector, origin in self.ignored_for(path):
+            codes = codes - selector_codes(selector, origin)[0]
         return codes
 
     @cached_property
     def rule_options(self) -> dict[str, dict[str, Any]]:
+        """Options by rule name, whichever way each layer named the rule."""
+        self.validate()
         options: dict[str, dict[str, Any]] = {}
         for layer in self.layers:
-            for name, settings in layer.rule_options:
-                options.setdefault(name, {}).update(settings)
+            for key, settings in layer.rule_options:
+                options.setdefault(_rule_for_options(key, layer.origin).name, {}).update(settings)
         return options
 
     @cached_property
@@ -322,11 +355,20 @@ class Resolver:
     cli: Layer
     config_path: Path | None = None
     isolated: bool = False
+    validate: bool = True  # False: the caller validates (the cache skips it when the settings are known good)
+    _by_path: dict[Path, Settings] = field(default_factory=dict)
     _by_directory: dict[Path, Settings] = field(default_factory=dict)
     _by_file: dict[Path | None, Settings] = field(default_factory=dict)
+    _config_in: dict[Path, Path | None] = field(default_factory=dict)
 
     def settings_for(self, path: Path) -> Settings:
-        directory = (path if path.is_dir() else path.parent).resolve()
+        """The settings for a file or directory (memoized: a walk asks once per directory and file)."""
+        known = self._by_path.get(path)
+        if known is None:
+            known = self._by_path[path] = self._settings_for_directory((path if path.is_dir() else path.parent).resolve())
+        return known
+
+    def _settings_for_directory(self, directory: Path) -> Settings:
         cached = self._by_directory.get(directory)
         if cached is not None:
             return cached
@@ -335,7 +377,7 @@ class Resolver:
         elif self.config_path is not None:
             config_file = self.config_path
         else:
-            config_file = find_config_file(directory)
+            config_file = self._config_file_in(directory)
         settings = self._by_file.get(config_file)
         if settings is None:
             layers = [self.cli]
@@ -344,7 +386,21 @@ class Resolver:
                 if layer is not None:
                     layers.insert(0, layer)
             settings = Settings(tuple(layers))
-            _ = settings.enabled_codes  # resolve selectors now, so errors surface before linting
+            if self.validate:  # errors surface before linting
+                settings.validate()
             self._by_file[config_file] = settings
         self._by_directory[directory] = settings
         return settings
+
+    def _config_file_in(self, directory: Path) -> Path | None:
+        """The nearest config file at or above `directory`, remembering each directory's answer."""
+        if directory not in self._config_in:
+            here = config_file_in(directory)
+            if here is None and directory.parent != directory:
+                here = self._config_file_in(directory.parent)
+            self._config_in[directory] = here
+        return self._config_in[directory]
+
+    def all_settings(self) -> list[Settings]:
+        """Every Settings this resolver has handed out."""
+        return list(self._by_file.values())

@@ -3,12 +3,20 @@
 from __future__ import annotations
 
 import enum
+import re
+import time
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ray_lint.notebook import Notebook
 
+FILE_ERROR_CODE = "RAY000"  # a file that cannot be read, parsed or linted
+FILE_ERROR_NAME = "file-error"
+_NEWLINE = re.compile(r"\r\n?|\n")
 DOCS_BASE_URL = "https://github.com/ray-lint/ray-lint/blob/main/docs/rules"
 
 
@@ -71,6 +79,57 @@ class Diagnostic:
         return docs_url(self.code)
 
 
+def file_error(message: str, line: int = 1, column: int = 1) -> Diagnostic:
+    return Diagnostic(
+        code=FILE_ERROR_CODE,
+        name=FILE_ERROR_NAME,
+        message=message,
+        severity=Severity.ERROR,
+        start=Position(line, column),
+        end=Position(line, column),
+        noqa_line=line,
+    )
+
+
+def line_offsets(text: str) -> list[int]:
+    """Offset of the start of each line (index 0 is line 1), splitting lines as libcst does."""
+    return [0, *(match.end() for match in _NEWLINE.finditer(text))]
+
+
+def apply_edits(text: str, edits: list[Edit]) -> str:
+    offsets = line_offsets(text)
+
+    def offset(position: Position) -> int:
+        return offsets[position.line - 1] + position.column - 1
+
+    result = text
+    for edit in sorted(edits, key=lambda e: (e.start, e.end), reverse=True):
+        result = result[: offset(edit.start)] + edit.content + result[offset(edit.end) :]
+    return result
+
+
+@dataclass
+class Timings:
+    """Seconds spent per phase (`parse`, ...) and per rule code, and how many files each one saw."""
+
+    seconds: dict[str, float] = field(default_factory=dict)
+    files: Counter[str] = field(default_factory=Counter)
+
+    @contextmanager
+    def measure(self, key: str) -> Iterator[None]:
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.seconds[key] = self.seconds.get(key, 0.0) + time.perf_counter() - start
+            self.files[key] += 1
+
+    def merge(self, other: Timings) -> None:
+        for key, seconds in other.seconds.items():
+            self.seconds[key] = self.seconds.get(key, 0.0) + seconds
+        self.files.update(other.files)
+
+
 @dataclass
 class FileResult:
     """What linting one file produced. `source` is kept for front-ends that show lines or fixes."""
@@ -84,6 +143,9 @@ class FileResult:
     noqa_added: int = 0
     notebook: Notebook | None = None  # for a notebook: positions above are in its cells' joint Python text
     fixed_notebook: Notebook | None = None  # the notebook as fixed: diagnostics then refer to it
+    encoding: str = "utf-8"  # the file's, kept when fixes are written
+    digest: str | None = None  # of the bytes that were linted, for the cache
+    timings: Timings | None = None  # when asked for (`--timings`)
 
     @property
     def reported_text(self) -> str | None:

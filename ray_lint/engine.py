@@ -9,45 +9,40 @@ from __future__ import annotations
 import ast
 import dataclasses
 import gc
-import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
 
 import libcst as cst
 
 from ray_lint import noqa
-from ray_lint.diagnostics import Applicability, Diagnostic, Edit, Position, Severity
+from ray_lint.diagnostics import FILE_ERROR_CODE, Applicability, Diagnostic, Position, Timings, apply_edits, file_error
 from ray_lint.model import SemanticModel
 from ray_lint.rule import Context, Report, Rule
 
-FILE_ERROR_CODE = "RAY000"
-FILE_ERROR_NAME = "file-error"
 MAX_FIX_PASSES = 10
-_NEWLINE = re.compile(r"\r\n?|\n")
+Clock = Callable[[str], AbstractContextManager[object]]
 
 
-def file_error(message: str, line: int = 1, column: int = 1) -> Diagnostic:
-    return Diagnostic(
-        code=FILE_ERROR_CODE,
-        name=FILE_ERROR_NAME,
-        message=message,
-        severity=Severity.ERROR,
-        start=Position(line, column),
-        end=Position(line, column),
-        noqa_line=line,
-    )
+def _untimed(key: str) -> AbstractContextManager[object]:
+    return nullcontext()
 
 
 def lint_text(
-    text: str, rules: list[Rule], line_noqa: bool = True, describe_line: Callable[[int], str] | None = None
+    text: str,
+    rules: list[Rule],
+    line_noqa: bool = True,
+    describe_line: Callable[[int], str] | None = None,
+    timings: Timings | None = None,
 ) -> list[Diagnostic]:
     """Run `rules` on one file's text. Never raises: failures become RAY000 diagnostics (when RAY000 is
     among `rules`). `line_noqa=False` leaves `# noqa` comments to the caller (flake8 reads them itself);
     a file-level `# ray-lint: noqa` always applies. `describe_line` names a line in messages (a notebook
-    names the cell)."""
-    wanting = [rule for rule in rules if rule.wants(text)]  # the cheap check first: most files never mention Ray
+    names the cell). `timings`, when given, collects the time of each phase and rule."""
+    clock = timings.measure if timings is not None else _untimed
+    with clock("pre-filter"):
+        wanting = [rule for rule in rules if rule.wants(text)]  # the cheap check first: most files never mention Ray
     if not wanting:
         return []
     suppression = noqa.file_suppression(text)
@@ -56,13 +51,14 @@ def lint_text(
         return []
     report_file_errors = any(rule.code == FILE_ERROR_CODE for rule in active)
     with _collector_paused():
-        checked = _check(text, active, describe_line or _plain_line)
+        checked = _check(text, active, describe_line or _plain_line, clock)
     diagnostics = [d for d in checked if d.code != FILE_ERROR_CODE or report_file_errors]
     if not diagnostics:
         return []
     if not line_noqa:
         return sorted(diagnostics, key=lambda d: (d.start, d.code))
-    lines = noqa.NoqaMap.build(text)
+    with clock("noqa comments"):
+        lines = noqa.NoqaMap.build(text)
     kept = []
     for diagnostic in diagnostics:
         if diagnostic.code != FILE_ERROR_CODE and lines.suppresses(diagnostic.start.line, diagnostic.code):
@@ -93,9 +89,10 @@ def _plain_line(line: int) -> str:
     return f"line {line}"
 
 
-def _check(text: str, rules: list[Rule], describe_line: Callable[[int], str]) -> list[Diagnostic]:
+def _check(text: str, rules: list[Rule], describe_line: Callable[[int], str], clock: Clock) -> list[Diagnostic]:
     try:
-        module = cst.parse_module(text)
+        with clock("parse"):
+            module = cst.parse_module(text)
     except cst.ParserSyntaxError as error:
         return [_syntax_error(text, error)]
     except (RecursionError, MemoryError):
@@ -103,15 +100,18 @@ def _check(text: str, rules: list[Rule], describe_line: Callable[[int], str]) ->
     except Exception as error:  # libcst's native parser may raise its own errors on odd input
         return [file_error(f"cannot be parsed: {type(error).__name__}: {error}")]
     try:
-        model = SemanticModel(module)
+        with clock("semantic model"):
+            model = SemanticModel(module)
     except (RecursionError, MemoryError) as error:
         return [file_error(f"could not be analysed: {type(error).__name__}")]
     diagnostics: list[Diagnostic] = []
     for rule in rules:
         ctx = Context(model, rule.settings, describe_line)
         try:
-            rule.check(ctx)
-            diagnostics.extend(_to_diagnostic(rule, report, ctx) for report in ctx.reports)
+            with clock(rule.code):
+                rule.check(ctx)
+            with clock("positions and fixes"):
+                diagnostics.extend(_to_diagnostic(rule, report, ctx) for report in ctx.reports)
         except Exception as error:
             diagnostics.append(
                 file_error(f"internal error in rule {rule.code} ({rule.name}): {type(error).__name__}: {error}")
@@ -147,23 +147,6 @@ def _to_diagnostic(rule: Rule, report: Report, ctx: Context) -> Diagnostic:
 # ---------------------------------------------------------------------------- fixes
 
 
-def line_offsets(text: str) -> list[int]:
-    """Offset of the start of each line (index 0 is line 1), splitting lines as libcst does."""
-    return [0, *(match.end() for match in _NEWLINE.finditer(text))]
-
-
-def apply_edits(text: str, edits: list[Edit]) -> str:
-    offsets = line_offsets(text)
-
-    def offset(position: Position) -> int:
-        return offsets[position.line - 1] + position.column - 1
-
-    result = text
-    for edit in sorted(edits, key=lambda e: (e.start, e.end), reverse=True):
-        result = result[: offset(edit.start)] + edit.content + result[offset(edit.end) :]
-    return result
-
-
 def parses(text: str, original: str) -> bool:
     """Whether fixed text is still Python: libcst must parse it, and so must `ast` where it parsed the original."""
     try:
@@ -190,13 +173,17 @@ class FixOutcome:
 
 
 def fix_text(
-    text: str, rules: list[Rule], unsafe: bool, describer: Callable[[str], Callable[[int], str]] | None = None
+    text: str,
+    rules: list[Rule],
+    unsafe: bool,
+    describer: Callable[[str], Callable[[int], str]] | None = None,
+    timings: Timings | None = None,
 ) -> FixOutcome:
     """Apply fixes until none is left (at most MAX_FIX_PASSES passes), never keeping unparseable code.
     `describer` gives the `describe_line` for a text, which fixes change (a notebook's cells move)."""
 
     def lint(current: str) -> list[Diagnostic]:
-        return lint_text(current, rules, describe_line=describer(current) if describer is not None else None)
+        return lint_text(current, rules, describe_line=describer(current) if describer is not None else None, timings=timings)
 
     outcome = FixOutcome(text, [])
     refused_at: set[tuple[str, Position]] = set()

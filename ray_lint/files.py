@@ -88,18 +88,20 @@ def _walk(root: Path, resolver: Resolver, seen: set[Path]) -> Iterator[Path | Sk
                 spec = _gitignore(folder)
                 if spec is not None:
                     specs.append((folder, spec))
-    yield from _walk_directory(root, absolute_root, resolver, specs, seen, git_root is not None)
+    yield from _walk_directory(root, absolute_root, _resolve(absolute_root), resolver, specs, seen, git_root is not None)
 
 
 def _walk_directory(
     directory: Path,
     absolute: Path,
+    resolved: Path,
     resolver: Resolver,
     specs: list[tuple[Path, pathspec.GitIgnoreSpec]],
     seen: set[Path],
     in_git: bool,
 ) -> Iterator[Path | Skipped]:
-    resolved = _resolve(absolute)
+    """`resolved` is the real path of `absolute`: an entry that is not a symlink is then resolved
+    by joining its name (resolving every path costs more than the rest of the walk)."""
     if resolved in seen:  # a symlink loop, or a directory reached twice
         return
     seen.add(resolved)
@@ -127,8 +129,9 @@ def _walk_directory(
             continue
         if settings.is_excluded(absolute_path, is_dir) or _ignored(absolute_path, is_dir, specs):
             continue
+        real = _resolve(absolute_path) if entry.is_symlink() else resolved / entry.name
         if is_dir:
-            yield from _walk_directory(path, absolute_path, resolver, specs, seen, in_git)
-        elif _resolve(absolute_path) not in seen:
-            seen.add(_resolve(absolute_path))
+            yield from _walk_directory(path, absolute_path, real, resolver, specs, seen, in_git)
+        elif real not in seen:
+            seen.add(real)
             yield path

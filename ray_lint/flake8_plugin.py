@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from ray_lint import __version__, engine
-from ray_lint.config import ConfigError, Resolver, parse_layer
+from ray_lint.config import ConfigError, Resolver, check_layer, parse_layer
+from ray_lint.diagnostics import file_error
 from ray_lint.rule import Option, Rule, all_rules
 
 Result = tuple[int, int, str, type]
@@ -80,7 +81,7 @@ class RayLintPlugin:
             data["rules"] = rule_options
         cls.flake8_skips = frozenset(code for code in codes if not _flake8_reports(options, code))
         try:
-            cls.resolver = Resolver(parse_layer(data, "flake8 options", Path.cwd()))
+            cls.resolver = Resolver(check_layer(parse_layer(data, "flake8 options", Path.cwd())))
             cls.setup_error = None
         except ConfigError as error:
             cls.resolver, cls.setup_error = None, str(error)
@@ -90,19 +91,19 @@ class RayLintPlugin:
         try:
             diagnostics = self._lint()
         except Exception as error:  # a ray-lint bug must not take flake8 down with it
-            diagnostics = [engine.file_error(f"internal error: {type(error).__name__}: {error}")]
+            diagnostics = [file_error(f"internal error: {type(error).__name__}: {error}")]
         for diagnostic in diagnostics:
             yield diagnostic.start.line, diagnostic.start.column - 1, f"{diagnostic.code} {diagnostic.message}", type(self)
 
     def _lint(self) -> list[Any]:
         if self.resolver is None:
-            return [engine.file_error(f"ray-lint is not configured: {self.setup_error or 'flake8 did not call parse_options'}")]
+            return [file_error(f"ray-lint is not configured: {self.setup_error or 'flake8 did not call parse_options'}")]
         path = Path(self.filename)
         try:
             settings = self.resolver.settings_for(path.absolute())
         except ConfigError as error:
             _warn_once(str(error))  # also on stderr: a `--select` without RAY000 would hide it
-            return [engine.file_error(str(error))]
+            return [file_error(str(error))]
         rules = [rule for rule in settings.rules_for(path) if rule.code not in self.flake8_skips]
         return engine.lint_text("".join(self.lines), rules, line_noqa=False)
 

@@ -25,10 +25,10 @@ from pygls.uris import to_fs_path
 from pygls.workspace import TextDocument
 from pygls.workspace.position_codec import ServerTextPosition, ServerTextRange
 
-from ray_lint import __version__, engine, noqa
+from ray_lint import __version__, noqa
 from ray_lint.api import RunOptions, lint_source
-from ray_lint.config import CONFIG_FILES, ConfigError, Resolver, parse_layer
-from ray_lint.diagnostics import Applicability, Diagnostic, Edit, FileResult, Position, Severity
+from ray_lint.config import CONFIG_FILES, ConfigError, Resolver, check_layer, parse_layer
+from ray_lint.diagnostics import FILE_ERROR_CODE, Applicability, Diagnostic, Edit, FileResult, Position, Severity, file_error
 from ray_lint.docs import render_rule
 from ray_lint.notebook import CellsChanged, Notebook
 from ray_lint.rule import rule_by_code_or_name
@@ -152,7 +152,7 @@ class RayLintServer(LanguageServer):
         try:
             settings = self.resolver.settings_for(path)
         except ConfigError as error:
-            return FileResult(path=str(path), diagnostics=[engine.file_error(f"configuration error: {error}")])
+            return FileResult(path=str(path), diagnostics=[file_error(f"configuration error: {error}")])
         if skip_excluded and settings.is_excluded(path.absolute()):
             return FileResult(path=str(path), source=source.text, notebook=source.notebook)
         return lint_source(source, str(path), settings, options or RunOptions())
@@ -227,7 +227,7 @@ def initialize(ls: RayLintServer, params: types.InitializeParams) -> None:
         _show(ls, f"ray-lint: `debounce-ms` must be a number of milliseconds, got {debounce!r}", types.MessageType.Error)
     root = _path(params.root_uri) if params.root_uri else Path(params.root_path or Path.cwd())
     try:  # path patterns in the options are relative to the workspace root
-        ls.options_layer = parse_layer(settings, "initialization options", root)
+        ls.options_layer = check_layer(parse_layer(settings, "initialization options", root))
     except ConfigError as error:
         _show(ls, f"ray-lint: {error}; using the config files alone", types.MessageType.Error)
     ls.resolver = Resolver(ls.options_layer)
@@ -349,7 +349,7 @@ def _quick_fixes(document: TextDocument, diagnostic: Diagnostic) -> list[types.C
                 is_preferred=not unsafe,
             )
         )
-    if diagnostic.code != engine.FILE_ERROR_CODE and diagnostic.noqa_line is not None:
+    if diagnostic.code != FILE_ERROR_CODE and diagnostic.noqa_line is not None:
         line = diagnostic.noqa_line
         annotated, changed = noqa.add_noqa(document.source, {line: {diagnostic.code}})
         if changed:

@@ -10,12 +10,12 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import TYPE_CHECKING, Any, ClassVar
 
-import libcst as cst
-
 from ray_lint.diagnostics import Applicability, Edit, Fix, Position, Severity
-from ray_lint.model import SemanticModel
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the registry loads without libcst: a full cache hit never parses (rule modules import it)
+    import libcst as cst
+
+    from ray_lint.model import SemanticModel
     from ray_lint.verify.experiment import Experiment
 
 CODE_PATTERN = re.compile(r"RAY\d{3}")

@@ -38,7 +38,8 @@ def is_notebook(path: PurePath) -> bool:
     return path.suffix == ".ipynb"
 
 
-def read_path(path: Path) -> Source:
+def read_bytes(path: Path) -> bytes:
+    """A file's bytes, refusing directories and files over the size limit."""
     try:
         if path.is_dir():
             raise SourceError("is a directory, not a Python file")
@@ -46,14 +47,13 @@ def read_path(path: Path) -> Source:
         limit = MAX_NOTEBOOK_BYTES if is_notebook(path) else MAX_FILE_BYTES
         if size > limit:
             raise SourceError(f"is {size / 2**20:.1f} MiB, over the {limit // 2**20} MiB limit; skipped")
-        data = path.read_bytes()
+        return path.read_bytes()
     except SourceError:
         raise
     except PermissionError:
         raise SourceError("cannot be read: permission denied") from None
     except OSError as error:
         raise SourceError(f"cannot be read: {error.strerror or error}") from None
-    return decode(data, path)
 
 
 def decode(data: bytes, path: PurePath | None = None) -> Source:

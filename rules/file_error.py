@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from functools import cache
 
-from ray_lint.diagnostics import Severity
-from ray_lint.engine import FILE_ERROR_CODE, FILE_ERROR_NAME
+from ray_lint.diagnostics import FILE_ERROR_CODE, FILE_ERROR_NAME, Severity
 from ray_lint.rule import Context, Invalid, Rule, Valid, all_rules
 
 

@@ -5,10 +5,12 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import pytest
+
+from ray_lint.verify.cluster import Cluster
 
 # Variables that change how the command prints (colours, width, default format); the tests set
 # the ones they need explicitly.
@@ -47,3 +49,12 @@ def run() -> Runner:
         )
 
     return _run
+
+
+@pytest.fixture(scope="session")
+def cluster() -> Iterator[Cluster]:
+    """The test session's one local Ray cluster (starting one costs seconds), started and stopped by
+    the verifier's own `Cluster`."""
+    started = Cluster.start(num_cpus=2)
+    yield started
+    started.stop()

@@ -15,13 +15,15 @@ def test_bench_measures_every_command_on_a_tiny_tree(tmp_path: Path) -> None:
     (tmp_path / "a.py").write_text("import ray\nresults = [ray.get(f.remote(x)) for x in xs]\n", encoding="utf-8")
     (tmp_path / "b.py").write_text("print('no ray here')\n", encoding="utf-8")
     proc = subprocess.run(
-        [sys.executable, str(BENCHMARKS / "bench.py"), "--path", str(tmp_path), "--repeat", "1", "--jobs", "1"],
+        [sys.executable, str(BENCHMARKS / "bench.py"), "--path", str(tmp_path), "--repeat", "2", "--jobs", "1", "--copies", "3"],
         capture_output=True, text=True, timeout=120, env={**os.environ, "COLUMNS": "200"},
     )
     assert proc.returncode == 0, proc.stderr
     assert "2 files, 3 lines" in proc.stdout
-    for row in ("ray-lint check (cold)", "flake8 (default checks)", "flake8 + ray-lint plugin", "libcst parse only"):
+    rows = ("ray-lint check (cold)", "ray-lint check (warm)", "ray-lint check (one file changed)", "flake8 (default checks)")
+    for row in (*rows, "flake8 + ray-lint plugin", "libcst parse only", "ruff (cold)", "µs/line at 3x", "one file changed < 1.5 s"):
         assert row in proc.stdout
+    assert "edited by the benchmark, run 1" not in (tmp_path / "a.py").read_text(), "the benchmark edits a copy, never the tree"
 
 
 def test_lsp_latency_runs_against_the_real_server(tmp_path: Path) -> None:

@@ -583,7 +583,7 @@ def test_fix_unsafe_rewrites_keeping_mode_and_line_endings(run, tmp_path):
     assert "Found 2 problems (2 fixed, 0 remaining)." in proc.stdout
     assert "Fixed 1 × RAY001 in crlf.py" in proc.stderr
     assert "Fixed 1 × RAY001 in lf.py" in proc.stderr
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["crlf.py", "lf.py"]  # no temporary files left
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".ray_lint_cache", "crlf.py", "lf.py"]  # no temporary files left
 
     after = run(["check", "--jobs", "1", "."], tmp_path)
     assert after.returncode == 0

