@@ -8,8 +8,8 @@ import json
 from pathlib import Path
 
 import pytest
-
 from conftest import Runner
+
 from ray_lint.verify.cluster import Cluster
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
