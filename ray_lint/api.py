@@ -32,6 +32,7 @@ class RunOptions:
     write: bool = True  # False for --diff: compute fixes, keep files as they are
     add_noqa: bool = False
     timings: bool = False  # collect each phase's and rule's time (`--timings`)
+    noqa_lines: bool = True  # False: leave `Diagnostic.noqa_line` unset (it costs a tokenize pass)
 
 
 def lint_source(
@@ -70,7 +71,9 @@ def lint_source(
                     result.fixed_notebook = notebook.after(annotated)
         else:
             describe_line = notebook.describe_line if notebook is not None else None
-            result.diagnostics = engine.lint_text(text, rules, describe_line=describe_line, timings=timings)
+            result.diagnostics = engine.lint_text(
+                text, rules, describe_line=describe_line, timings=timings, noqa_lines=options.noqa_lines
+            )
     except CellsChanged as error:
         result.diagnostics.append(file_error(f"fixes not applied: {error}"))
         result.fixed_source = result.fixed_notebook = None

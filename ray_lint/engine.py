@@ -35,11 +35,14 @@ def lint_text(
     line_noqa: bool = True,
     describe_line: Callable[[int], str] | None = None,
     timings: Timings | None = None,
+    noqa_lines: bool = True,
 ) -> list[Diagnostic]:
     """Run `rules` on one file's text. Never raises: failures become RAY000 diagnostics (when RAY000 is
     among `rules`). `line_noqa=False` leaves `# noqa` comments to the caller (flake8 reads them itself);
     a file-level `# ray-lint: noqa` always applies. `describe_line` names a line in messages (a notebook
-    names the cell). `timings`, when given, collects the time of each phase and rule."""
+    names the cell). `timings`, when given, collects the time of each phase and rule. `noqa_lines=False`
+    leaves each diagnostic's `noqa_line` unset (the language server works it out for the one line a
+    user acts on); the tokenize pass behind it then runs only for a text with a `# noqa` to honour."""
     clock = timings.measure if timings is not None else _untimed
     with clock("pre-filter"):
         wanting = [rule for rule in rules if rule.wants(text)]  # the cheap check first: most files never mention Ray
@@ -55,7 +58,7 @@ def lint_text(
     diagnostics = [d for d in checked if d.code != FILE_ERROR_CODE or report_file_errors]
     if not diagnostics:
         return []
-    if not line_noqa:
+    if not line_noqa or not (noqa_lines or noqa.has_inline_noqa(text)):
         return sorted(diagnostics, key=lambda d: (d.start, d.code))
     with clock("noqa comments"):
         lines = noqa.NoqaMap.build(text)
@@ -63,7 +66,7 @@ def lint_text(
     for diagnostic in diagnostics:
         if diagnostic.code != FILE_ERROR_CODE and lines.suppresses(diagnostic.start.line, diagnostic.code):
             continue
-        kept.append(_with_noqa_line(diagnostic, lines.noqa_line(diagnostic.start.line)))
+        kept.append(_with_noqa_line(diagnostic, lines.noqa_line(diagnostic.start.line)) if noqa_lines else diagnostic)
     return sorted(kept, key=lambda d: (d.start, d.code))
 
 
@@ -104,6 +107,13 @@ def _check(text: str, rules: list[Rule], describe_line: Callable[[int], str], cl
             model = SemanticModel(module)
     except (RecursionError, MemoryError) as error:
         return [file_error(f"could not be analysed: {type(error).__name__}")]
+    try:
+        return _run_rules(model, rules, describe_line, clock)
+    finally:
+        model.close()
+
+
+def _run_rules(model: SemanticModel, rules: list[Rule], describe_line: Callable[[int], str], clock: Clock) -> list[Diagnostic]:
     diagnostics: list[Diagnostic] = []
     for rule in rules:
         ctx = Context(model, rule.settings, describe_line)

@@ -155,7 +155,7 @@ class RayLintServer(LanguageServer):
             return FileResult(path=str(path), diagnostics=[file_error(f"configuration error: {error}")])
         if skip_excluded and settings.is_excluded(path.absolute()):
             return FileResult(path=str(path), source=source.text, notebook=source.notebook)
-        return lint_source(source, str(path), settings, options or RunOptions())
+        return lint_source(source, str(path), settings, options or RunOptions(noqa_lines=False))
 
     def reload_configuration(self) -> None:
         """Forget every resolved config file and lint the open documents again."""
@@ -349,8 +349,8 @@ def _quick_fixes(document: TextDocument, diagnostic: Diagnostic) -> list[types.C
                 is_preferred=not unsafe,
             )
         )
-    if diagnostic.code != FILE_ERROR_CODE and diagnostic.noqa_line is not None:
-        line = diagnostic.noqa_line
+    if diagnostic.code != FILE_ERROR_CODE:
+        line = diagnostic.noqa_line or noqa.NoqaMap.build(document.source).noqa_line(diagnostic.start.line)
         annotated, changed = noqa.add_noqa(document.source, {line: {diagnostic.code}})
         if changed:
             new_line = noqa.LINE_SPLIT.split(annotated)[line - 1]

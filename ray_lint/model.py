@@ -22,7 +22,9 @@ from functools import cached_property
 from typing import Literal, Union
 
 import libcst as cst
-from libcst.metadata import CodeRange, PositionProvider
+from libcst.metadata import CodeRange
+
+from ray_lint.positions import Positions
 
 ScopeKind = Literal["module", "function", "lambda", "class", "comprehension"]
 LoopKind = Literal["for", "while", "comprehension"]
@@ -334,8 +336,9 @@ class SemanticModel:
         self._class_by_node: dict[int, ClassInfo] = {}
         self._function_by_node: dict[int, FunctionInfo] = {}
         self.stores: list[Store] = []
-        self._positions: dict[cst.CSTNode, CodeRange] | None = None
+        self._positions: Positions | None = None
         self._loop_results: dict[tuple[int, tuple[str, ...], frozenset[str]], LoopResults] = {}
+        self._calls_to: dict[str, tuple[CallSite, ...]] = {}
         _Walker(self).run()
 
     # ------------------------------------------------------------------ names
@@ -392,8 +395,15 @@ class SemanticModel:
     def call_name(self, site: CallSite) -> str | None:
         return self.qualified_name(site.node.func, site.scope, site.index)
 
-    def calls_to(self, qualified: str) -> list[CallSite]:
-        """Calls that resolve to `qualified` (e.g. "ray.get"), through any alias."""
+    def calls_to(self, qualified: str) -> tuple[CallSite, ...]:
+        """Calls that resolve to `qualified` (e.g. "ray.get"), through any alias; computed once per name
+        (rules ask again for every call they check)."""
+        found = self._calls_to.get(qualified)
+        if found is None:
+            found = self._calls_to[qualified] = self._find_calls_to(qualified)
+        return found
+
+    def _find_calls_to(self, qualified: str) -> tuple[CallSite, ...]:
         tails = {qualified.rsplit(".", 1)[-1]} | self._alias_names(qualified)
         found = []
         for tail in tails:
@@ -401,7 +411,7 @@ class SemanticModel:
                 if self.call_name(site) == qualified:
                     found.append(site)
         found.sort(key=lambda site: site.index)
-        return found
+        return tuple(found)
 
     @cached_property
     def _aliases(self) -> dict[str, set[str]]:
@@ -891,17 +901,21 @@ class SemanticModel:
             results = self._loop_results[key] = LoopResults(self, loop, get_functions, helpers)
         return results
 
+    def close(self) -> None:
+        """Break the model's back-references (a binding's scope, a loop's results), so that the file's
+        objects are freed at once by reference counting instead of by a later garbage-collector pass
+        over the whole tree (15-35 ms after each lint of a 1,000-line file in the language server)."""
+        for scope in self.scopes:
+            scope.bindings.clear()
+        self._loop_results.clear()
+
     # ------------------------------------------------------------------ positions
 
     def position(self, node: cst.CSTNode) -> CodeRange:
         """Line and column range of `node`. Positions cost a code-generation pass over the module, so they
         are computed once, on the first call, and only for files that report something."""
         if self._positions is None:
-            # The provider's generation hook alone: `MetadataWrapper.resolve` would then walk the whole
-            # tree once more for batchable providers, of which there are none here (half the cost).
-            provider = PositionProvider()
-            provider._gen_impl(self.module)
-            self._positions = provider._computed
+            self._positions = Positions(self.module)
         return self._positions[node]
 
 
@@ -1157,6 +1171,7 @@ class _Walker:
                 handler(item)
             else:
                 stack.extend(reversed(list(child_nodes(item))))
+        self.handlers.clear()  # bound methods refer back to the walker: a cycle that would hold the whole tree
 
     def push(self, *items: cst.CSTNode | _Action | None) -> None:
         """Schedule items to run in the order given."""

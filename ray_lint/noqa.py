@@ -37,6 +37,10 @@ def _matches(code: str, codes: frozenset[str] | None) -> bool:
     return codes is None or any(code.startswith(prefix) for prefix in codes)
 
 
+def has_inline_noqa(text: str) -> bool:
+    return NOQA_INLINE.search(text) is not None
+
+
 def file_suppression(text: str) -> tuple[bool, frozenset[str]]:
     """(all suppressed, codes suppressed) by `# ray-lint: noqa` comments."""
     codes: set[str] = set()

@@ -44,7 +44,7 @@ def test_aliases_resolve_to_ray_get(source: str, call: str) -> None:
     ],
 )
 def test_non_ray_names_do_not_resolve(source: str) -> None:
-    assert model_of(source).calls_to("ray.get") == []
+    assert model_of(source).calls_to("ray.get") == ()
 
 
 def test_submodule_imports_and_aliases() -> None:
