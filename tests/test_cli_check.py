@@ -723,3 +723,17 @@ def test_console_script_matches_python_m(run, tmp_path):
     version = run(["--version"], tmp_path, program=[str(script)])
     assert version.returncode == 0
     assert version.stdout.startswith("ray-lint ")
+
+
+def test_jobs_with_spawned_workers_give_the_same_results(run, tmp_path):
+    """macOS and Windows start workers with `spawn`: nothing a worker needs may rely on `fork`."""
+    for index in range(12):
+        (tmp_path / f"m{index}.py").write_text(
+            f"import ray\n\n@ray.remote\ndef f(x):\n    return x\n\nfor i in range({index + 2}):\n    ray.get(f.remote(i))\n",
+            encoding="utf-8",
+        )
+    one = run(["check", "--no-cache", "--jobs", "1", "--output-format", "json", "."], tmp_path)
+    spawn = "import multiprocessing as m, sys; m.set_start_method('spawn', force=True); from ray_lint.cli import main; sys.exit(main())"
+    spawned = run(["check", "--no-cache", "--jobs", "2", "--output-format", "json", "."], tmp_path, program=[sys.executable, "-c", spawn])
+    assert spawned.returncode == one.returncode == 1, spawned.stderr
+    assert spawned.stdout == one.stdout and len(json.loads(one.stdout)) == 12
