@@ -8,9 +8,23 @@ from typing import Any
 import libcst as cst
 
 from ray_lint.diagnostics import Severity
-from ray_lint.model import ALL_CORES, CallSite, Scope, SemanticModel, literal_number, literal_string
+from ray_lint.model import (
+    ALL_CORES,
+    CallSite,
+    Scope,
+    SemanticModel,
+    literal_number,
+    literal_string,
+)
 from ray_lint.rule import Context, Invalid, Rule, Valid
-from ray_lint.verify.experiment import EvidenceExperiment, Plan, Status, Subject, Variant, script
+from ray_lint.verify.experiment import (
+    EvidenceExperiment,
+    Plan,
+    Status,
+    Subject,
+    Variant,
+    script,
+)
 
 THREAD_VARIABLES = frozenset(
     {

@@ -19,7 +19,15 @@ from ray_lint.model import (
     scope_within,
 )
 from ray_lint.rule import Context, FixPlan, Invalid, Option, Rule, Valid
-from ray_lint.verify.experiment import Experiment, Plan, Run, Subject, Variant, script, timed
+from ray_lint.verify.experiment import (
+    Experiment,
+    Plan,
+    Run,
+    Subject,
+    Variant,
+    script,
+    timed,
+)
 
 # Actor methods that exist to block: waiting on them one at a time is the point (a lock, a barrier).
 SYNCHRONIZATION_METHODS = frozenset({"acquire", "release", "lock", "unlock", "wait", "barrier", "notify", "notify_all", "signal"})

@@ -10,7 +10,14 @@ import libcst as cst
 from ray_lint.diagnostics import Applicability, Severity
 from ray_lint.model import RemoteDef, SemanticModel, child_nodes, literal_string
 from ray_lint.rule import Context, FixPlan, Invalid, Rule, Valid
-from ray_lint.verify.experiment import EvidenceExperiment, Plan, Status, Subject, Variant, script
+from ray_lint.verify.experiment import (
+    EvidenceExperiment,
+    Plan,
+    Status,
+    Subject,
+    Variant,
+    script,
+)
 
 # `torch.cuda` functions that only ask whether a GPU is there.
 PROBES = frozenset({"is_available", "device_count", "is_initialized"})
@@ -140,7 +147,7 @@ task that used several GPUs needs a larger number.
             "Ray Train schedules the GPU workers",
         ),
         Valid("import ray\n@ray.remote\ndef f():\n    def on_gpu(m):\n        return m.cuda()\n    return on_gpu\n", "nested function"),
-        Valid("import ray\n@ray.remote(resources={'GPU': 1})\ndef f(m):\n    return m.cuda()\n", "GPU as a custom resource"),
+        Valid("import ray\n@ray.remote(resources={'GPU': 1})\ndef f(m):\n    return m.cuda()\n", "GPU in resources: Ray rejects it, and RAY046 reports that instead"),
         Valid(
             "import ray\n@ray.remote\nclass Worker:\n    def run(self):\n        return torch.ones(4, device='cuda')\n\n"
             "group = WorkerGroup(RayClassWithInitArgs(cls=Worker), resource_pool)\n",

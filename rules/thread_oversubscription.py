@@ -7,9 +7,23 @@ from typing import Any
 import libcst as cst
 
 from ray_lint.diagnostics import Severity
-from ray_lint.model import ALL_CORES, CallSite, RemoteDef, SemanticModel, literal_number, names_read
+from ray_lint.model import (
+    ALL_CORES,
+    CallSite,
+    RemoteDef,
+    SemanticModel,
+    literal_number,
+    names_read,
+)
 from ray_lint.rule import Context, Invalid, Rule, Valid
-from ray_lint.verify.experiment import EvidenceExperiment, Plan, Status, Subject, Variant, script
+from ray_lint.verify.experiment import (
+    EvidenceExperiment,
+    Plan,
+    Status,
+    Subject,
+    Variant,
+    script,
+)
 
 Count = float | None  # a number of threads, ALL_CORES, or None when unknown
 
