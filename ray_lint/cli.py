@@ -11,13 +11,14 @@ from pathlib import Path
 from typing import TextIO
 
 from rich.console import Console
+from rich.table import Table
 
 from ray_lint import __version__
 from ray_lint.api import Executor, ExecutorError, RunOptions, lint_bytes, lint_paths, local_executor
 from ray_lint.cache import CACHE_DIR_ENV, CACHE_DIR_NAME, NotACache, ResultCache, clean, default_directory
 from ray_lint.config import ConfigError, Layer, Resolver, parse_layer
 from ray_lint.diagnostics import FileResult, Timings, file_error
-from ray_lint.docs import render_rule
+from ray_lint.docs import category_title, render_rule
 from ray_lint.files import Skipped
 from ray_lint.output import FORMATS, Report, collect
 from ray_lint.output.machine import render_github, render_json, render_json_lines
@@ -294,6 +295,13 @@ def run_rule(args: argparse.Namespace, stdout: TextIO) -> int:
     from rich.markdown import Markdown  # only here: it costs a tenth of a second to import
 
     console = _console(stdout, "auto")
+    if args.all:  # a listing; `ray-lint rule CODE` shows one rule's page
+        table = Table("code", "name", "category", "severity", "status", "fix", box=None, pad_edge=False)
+        for rule in rules:
+            status = "preview" if rule.preview else "default"
+            table.add_row(rule.code, rule.name, category_title(rule.category), rule.severity.value, status, "yes" if rule.fixable else "-")
+        console.print(table)
+        return EXIT_OK
     for rule in rules:
         text = render_rule(rule)
         console.print(Markdown(text) if console.is_terminal else text, markup=False)

@@ -31,22 +31,25 @@ def render_rule(rule: type[Rule]) -> str:
     return "\n".join(lines)
 
 
+CATEGORY_TITLES = {"perf": "Performance", "resource": "Resources", "api-misuse": "API misuse", "file": "Files"}
+
+
+def category_title(category: str) -> str:
+    return CATEGORY_TITLES.get(category, category)
+
+
 def render_index() -> str:
-    lines = [
-        "# Rules",
-        "",
-        "Generated from the rule modules by `python -m ray_lint.docs`; do not edit by hand.",
-        "",
-        "| Code | Name | Severity | Category | Status | Fix | Message |",
-        "|---|---|---|---|---|---|---|",
-    ]
+    """One table per category, in the order of each category's first code."""
+    lines = ["# Rules", "", "Generated from the rule modules by `python -m ray_lint.docs`; do not edit by hand."]
+    by_category: dict[str, list[type[Rule]]] = {}
     for rule in all_rules():
-        status = "preview" if rule.preview else "default"
-        fix = "yes" if rule.fixable else ""
-        lines.append(
-            f"| [{rule.code}]({rule.code}.md) | `{rule.name}` | {rule.severity.value} | {rule.category} | "
-            f"{status} | {fix} | {rule.message} |"
-        )
+        by_category.setdefault(rule.category, []).append(rule)
+    for category, rules in by_category.items():
+        lines += ["", f"## {category_title(category)}", "", "| Code | Name | Severity | Status | Fix | Message |", "|---|---|---|---|---|---|"]
+        for rule in rules:
+            status = "preview" if rule.preview else "default"
+            fix = "yes" if rule.fixable else ""
+            lines.append(f"| [{rule.code}]({rule.code}.md) | `{rule.name}` | {rule.severity.value} | {status} | {fix} | {rule.message} |")
     return "\n".join(lines) + "\n"
 
 

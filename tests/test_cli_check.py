@@ -458,9 +458,12 @@ def test_rule_all_json(run, tmp_path):
     }
     assert [rule["code"] for rule in rules] == sorted(by_code)
 
-    text = run(["rule", "--all"], tmp_path)
+    text = run(["rule", "--all"], tmp_path, env={"COLUMNS": "200"})
     assert text.returncode == 0
-    assert "file-error (RAY000)" in text.stdout and "get-in-loop (RAY001)" in text.stdout
+    rows = {line.split()[0]: line.split() for line in text.stdout.splitlines()[1:] if line.strip()}
+    assert list(rows) == [rule["code"] for rule in rules], "one row per rule, in code order"
+    assert rows["RAY001"] == ["RAY001", "get-in-loop", "Performance", "warning", "default", "yes"]
+    assert rows["RAY000"] == ["RAY000", "file-error", "Files", "error", "default", "-"]
 
 
 def test_rule_unknown(run, tmp_path):
