@@ -208,12 +208,16 @@ def lint_paths(
         else:
             tasks.append(Task(found, resolver.settings_for(found.parent), options))
     tasks.sort(key=lambda task: str(task.path))
+    new: set[str] = set()  # settings the cache has no entries for: their files are not looked up
     for settings in resolver.all_settings():  # a cache made with these settings vouches for them
         if cache is None or not cache.knows(settings):
             settings.validate()
+            new.add(settings.fingerprint)
             if cache is not None:
                 cache.admit(settings)
-    results: list[FileResult | None] = [_cached(cache, task) if cache is not None else None for task in tasks]
+    results: list[FileResult | None] = [
+        _cached(cache, task) if cache is not None and task.settings.fingerprint not in new else None for task in tasks
+    ]
     misses = [task for task, result in zip(tasks, results) if result is None]
     linted = iter((executor or local_executor(1))(misses))
     for task, result in zip(tasks, results):

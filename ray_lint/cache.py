@@ -87,7 +87,6 @@ class ResultCache:
         self._tool = self.directory / tool_fingerprint()
         self._made: set[Path] = set()
         self.hits = 0
-        self.stored = 0
 
     def _namespace(self, settings: Settings) -> Path:
         return self._tool / settings.fingerprint
@@ -152,7 +151,6 @@ class ResultCache:
             with os.fdopen(handle, "w", encoding="utf-8") as out:
                 out.write(payload)
             os.replace(temporary, entry)
-            self.stored += 1
         except OSError:
             self.usable = False
 

@@ -564,7 +564,9 @@ class SemanticModel:
         if binding is None:
             return None
         if binding.kind in ("def", "class"):
-            return self._remote_by_node.get(id(binding.node))
+            remote = self._remote_by_node.get(id(binding.node))
+            # After `g = ray.remote(f)`, `f` is still the plain function: only a decorator makes the name remote.
+            return remote if remote is not None and isinstance(remote.declared_at, cst.Decorator) else None
         if binding.kind == "assign" and binding.value is not None:
             return self.remote_def_of(binding.value, binding.scope, binding.index, _depth + 1)
         return None

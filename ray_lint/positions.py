@@ -89,9 +89,6 @@ class Positions:
         start, end = self._spans[id(node)]
         return CodeRange(self._position(start), self._position(end))
 
-    def __contains__(self, node: cst.CSTNode) -> bool:
-        return id(node) in self._spans
-
     def __len__(self) -> int:
         return len(self._spans)
 

@@ -17,7 +17,7 @@ from ray_lint.api import ExecutorError, RunOptions, Task, lint_data, lint_file, 
 from ray_lint.config import Settings
 from ray_lint.diagnostics import FileResult
 from ray_lint.source import SourceError, read_bytes
-from ray_lint.verify.cluster import Cluster
+from ray_lint.verify.cluster import Cluster, TaskFailed
 
 BATCH_BYTES = 1 << 20  # about a megabyte of source per task: big enough to hide a task's overhead
 
@@ -39,7 +39,6 @@ class RayExecutor:
         if importlib.util.find_spec("ray") is None or importlib.util.find_spec("psutil") is None:
             raise ExecutorError("--executor ray needs Ray: `pip install 'ray-lint[verify]'`")
         self.address = address
-        self.batches = 0
 
     def __call__(self, tasks: list[Task]) -> Iterator[FileResult]:
         if not tasks:
@@ -59,7 +58,6 @@ class RayExecutor:
             size += len(data)
             batches[-1][0].append(index)
             batches[-1][1].append((str(task.path), data, task.settings, replace(task.options, write=False)))
-        self.batches = len(batches)
         linted = dict(unreadable)
         for indices, results in zip((indices for indices, _ in batches), self._run([batch for _, batch in batches])):
             linted.update(zip(indices, results))
@@ -70,21 +68,14 @@ class RayExecutor:
             yield result
 
     def _run(self, batches: list[Batch]) -> list[list[FileResult]]:
-        import ray
-
         try:
             cluster = Cluster.start(address=self.address)
         except Exception as error:
             raise ExecutorError(f"cannot start or reach a Ray cluster: {type(error).__name__}: {error}") from None
         try:
-            remote = ray.remote(num_cpus=1)(lint_batch)
-            refs = [remote.remote(__version__, batch) for batch in batches]
-            try:
-                answers = ray.get(refs)
-            except ray.exceptions.RayError as error:
-                raise ExecutorError(
-                    f"linting failed on the cluster (is ray-lint {__version__} installed on every node?): {error}"
-                ) from None
+            answers = cluster.run_tasks(lint_batch, [(__version__, batch) for batch in batches])
+        except TaskFailed as error:
+            raise ExecutorError(f"linting failed on the cluster (is ray-lint {__version__} installed on every node?): {error}") from None
         finally:
             cluster.stop()
         for version, _ in answers:

@@ -66,8 +66,6 @@ The code fails on its first run, with Ray 2.60's messages:
 
 ## Example
 ```python
-import ray
-
 @ray.remote
 def square(x):
     return x * x
@@ -238,15 +236,14 @@ that uses the result needs a `ray.get(...)` the fix does not add.
 
 
 class _Checker:
-    """Name resolution for this rule, stricter than `SemanticModel.remote_def_of`: that one maps a plain
-    `def f` to its RemoteDef whenever `ray.remote(f)` appears anywhere, and follows bindings made in
-    branches. Here a name counts as remote only when the binding that reaches the use certainly holds
-    the Ray object. Also keeps a lazily built parent map (the model has none) for the branch checks."""
+    """Name resolution for this rule, stricter than `SemanticModel.remote_def_of`, which follows bindings
+    made in branches: here a name counts as remote only when the binding that reaches the use certainly
+    holds the Ray object (an error rule must not guess). Also keeps a lazily built parent map (the model
+    has none) for the branch checks."""
 
     def __init__(self, model: SemanticModel) -> None:
         self.model = model
         self._parents: dict[int, cst.CSTNode] | None = None
-        self._by_target = {id(remote.target): remote for remote in model.remote_defs}
 
     # --- names
 
@@ -258,14 +255,10 @@ class _Checker:
         if binding is None or not self._certain(binding, use, scope):
             return None
         if binding.kind in ("def", "class"):
-            node = binding.node
-            if not isinstance(node, (cst.FunctionDef, cst.ClassDef)):
-                return None
-            remote = self._by_target.get(id(node))
+            remote = self.model.remote_def_of(use, scope, at)
+            decorators = getattr(binding.node, "decorators", ())
             # Only when `ray.remote` is the outermost decorator: another one may return anything.
-            if remote is None or not node.decorators or node.decorators[0] is not remote.declared_at:
-                return None
-            return remote
+            return remote if remote is not None and decorators and decorators[0] is remote.declared_at else None
         if binding.kind != "assign" or binding.value is None:
             return None
         value = binding.value

@@ -72,6 +72,10 @@ def test_remote_definitions_in_every_form() -> None:
     assert [code(model, v) for v in remotes["b"].option_values("num_gpus")] == ["1", "2"]
     assert set(remotes["d"].options.values) == {"num_cpus"}
     assert remotes["e"].options_unknowable and not remotes["d"].options_unknowable
+    end = 1 << 60  # resolve each name as the end of the module sees it
+    named = {name: model.remote_def_of(cst.Name(name), model.module_scope, end) for name in ("a", "c", "rc", "rd", "plain")}
+    assert named["a"] is remotes["a"] and named["rc"] is remotes["c"] and named["rd"] is remotes["d"]
+    assert named["c"] is None and named["plain"] is None, "`rc = ray.remote(c)` leaves `c` the plain function"
 
 
 def test_actor_kinds() -> None:

@@ -1,7 +1,9 @@
 """The one Ray cluster a verify run uses: started here (or named by `--address`), shared by every
-experiment, and torn down at the end whatever happened.
+experiment, and torn down at the end whatever happened. `ray-lint check --executor ray` runs its
+tasks on one too.
 
-Ray is imported only in this module and in `probe.py`, which run only under `ray-lint verify`.
+Ray is imported only in this module and in `probe.py`, which run only under `ray-lint verify` and
+`--executor ray`.
 """
 
 from __future__ import annotations
@@ -12,14 +14,20 @@ import shutil
 import signal
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
+
+Result = TypeVar("Result")
 
 EVENT_INTERVAL_MS = 100  # how often workers of an owned cluster send task events (Ray's default: 1000)
 LOGICAL_GPUS = 2  # a CPU-only machine gets logical GPUs, so GPU rules can show what tasks see
 TIMELINE_SETTLE_S = 1.5  # Ray flushes task events about once a second
+
+
+class TaskFailed(Exception):
+    """A task run by `Cluster.run_tasks` raised, or its worker died."""
 
 
 @dataclass
@@ -69,6 +77,17 @@ class Cluster:
             temp_dir=temp_dir,
             gpus_are_logical=logical,
         )
+
+    def run_tasks(self, function: Callable[..., Result], calls: list[tuple[Any, ...]]) -> list[Result]:
+        """`function(*arguments)` for each of `calls`, as one-CPU tasks on this cluster; the results in
+        order. A task that fails raises TaskFailed with Ray's message."""
+        import ray
+
+        remote = ray.remote(num_cpus=1)(function)
+        try:
+            return ray.get([remote.remote(*arguments) for arguments in calls])
+        except ray.exceptions.RayError as error:
+            raise TaskFailed(str(error)) from None
 
     def timeline(self, settle_s: float = TIMELINE_SETTLE_S) -> list[dict[str, Any]]:
         """Every task event the cluster recorded, after giving the last ones time to arrive."""
