@@ -31,7 +31,15 @@ def render_rule(rule: type[Rule]) -> str:
     return "\n".join(lines)
 
 
-CATEGORY_TITLES = {"perf": "Performance", "resource": "Resources", "api-misuse": "API misuse", "file": "Files"}
+CATEGORY_TITLES = {
+    "perf": "Performance",
+    "resource": "Resources",
+    "correctness": "Correctness",
+    "fault-tolerance": "Fault tolerance",
+    "api-misuse": "API misuse",
+    "deprecation": "Deprecation",
+    "file": "Files",
+}
 
 
 def category_title(category: str) -> str:

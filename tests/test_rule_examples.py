@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+import libcst as cst
 import pytest
 
 from ray_lint.engine import fix_text, lint_text
@@ -41,6 +42,9 @@ def test_example(item: tuple[type[Rule], Valid | Invalid]) -> None:
     outcome = fix_text(example.code, [rule()], unsafe=True)
     assert outcome.text == example.fixed
     assert not [d for d in outcome.diagnostics if d.code == rule.code], "the fix must remove the finding"
+    cst.parse_module(outcome.text)
+    again = fix_text(outcome.text, _rules_for(rule), unsafe=True)
+    assert again.text == outcome.text, "a second --fix, with every default rule, must change nothing"
 
 
 @pytest.mark.parametrize("rule", all_rules(), ids=lambda rule: rule.code)
