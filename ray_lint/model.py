@@ -25,6 +25,7 @@ import libcst as cst
 from libcst.metadata import CodeRange
 
 from ray_lint.positions import Positions
+from ray_lint.sizes import LARGE_MARKER, Size, SizeFolder
 
 ScopeKind = Literal["module", "function", "lambda", "class", "comprehension"]
 LoopKind = Literal["for", "while", "comprehension"]
@@ -192,6 +193,7 @@ class Binding:
     imported: str | None = None  # qualified name, for imports
     loop: Loop | None = None
     source: cst.BaseExpression | None = None  # what the value was computed from (also when unpacked)
+    statement: cst.CSTNode | None = None  # the statement that binds it
 
 
 @dataclass(eq=False, repr=False)
@@ -339,6 +341,8 @@ class SemanticModel:
         self._positions: Positions | None = None
         self._loop_results: dict[tuple[int, tuple[str, ...], frozenset[str]], LoopResults] = {}
         self._calls_to: dict[str, tuple[CallSite, ...]] = {}
+        self.marked_large: set[int] = set()  # ids of statements on a line that says `# ray-lint: large`
+        self._sizes: SizeFolder | None = None
         _Walker(self).run()
 
     # ------------------------------------------------------------------ names
@@ -903,6 +907,12 @@ class SemanticModel:
             results = self._loop_results[key] = LoopResults(self, loop, get_functions, helpers)
         return results
 
+    def size_of(self, expr: cst.BaseExpression, scope: Scope, at: int) -> Size | None:
+        """The size of the object `expr` holds, when the code makes it certain (see `ray_lint.sizes`)."""
+        if self._sizes is None:
+            self._sizes = SizeFolder(self)
+        return self._sizes.size_of(expr, scope, at)
+
     def close(self) -> None:
         """Break the model's back-references (a binding's scope, a loop's results), so that the file's
         objects are freed at once by reference counting instead of by a later garbage-collector pass
@@ -910,6 +920,7 @@ class SemanticModel:
         for scope in self.scopes:
             scope.bindings.clear()
         self._loop_results.clear()
+        self._sizes = None
 
     # ------------------------------------------------------------------ positions
 
@@ -1154,6 +1165,7 @@ class _Walker:
             cst.Del: self._del,
             cst.Nonlocal: self._global,
             cst.Call: self._call,
+            cst.SimpleStatementLine: self._simple_statement_line,
         }
         self.statement_types = (cst.BaseSmallStatement, cst.BaseCompoundStatement)
 
@@ -1196,7 +1208,7 @@ class _Walker:
         self.index += 1
         scope = self.model.module_scope if name in self.scope.globals else self.scope
         scope.bindings[name].append(
-            Binding(name, kind, scope, self.index, node, value, imported, self.loop, source)
+            Binding(name, kind, scope, self.index, node, value, imported, self.loop, source, self.statement)
         )
 
     def bind_target(
@@ -1366,6 +1378,12 @@ class _Walker:
             self.push(*items, close, leave)
 
         self.push(first.iter, enter)
+
+    def _simple_statement_line(self, node: cst.SimpleStatementLine) -> None:
+        comment = node.trailing_whitespace.comment
+        if comment is not None and LARGE_MARKER in comment.value:
+            self.model.marked_large.update(id(statement) for statement in node.body)
+        self.push_all(node.body)
 
     def _assign(self, node: cst.Assign) -> None:
         single = len(node.targets) == 1

@@ -1,0 +1,261 @@
+"""How big an object is, where the code says so: constant-folded allocations with literal shapes.
+
+The "large object" rules must never fire on an object of unknown size, so this folds only what is
+certain: numpy and torch allocators with literal shapes and dtypes, `bytes(n)`, `bytearray(n)`,
+`b"x" * n`, `"x" * n`, `[0] * n`, copies of those (`x.copy()`, `np.zeros_like(x)`), names bound to
+them, and values whose line says `# ray-lint: large`. A size is what Ray serializes: an array's
+buffer, or a lower bound of a list's pickle.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+from ray_lint.rule import Option
+
+if TYPE_CHECKING:
+    from ray_lint.model import Scope, SemanticModel
+
+LARGE_MARKER = "ray-lint: large"
+# Ray warns when a pickled remote function passes 10**7 bytes (FUNCTION_SIZE_WARN_THRESHOLD).
+LARGE_OBJECT_OPTION = Option(
+    "large-object-mb",
+    10,
+    "Size, in megabytes (10**6 bytes), from which an object counts as large. Sizes are folded only from "
+    "allocations with literal shapes; mark any other value with a `# ray-lint: large` comment.",
+)
+
+_NUMPY_FILLED = frozenset({"numpy.zeros", "numpy.ones", "numpy.empty"})  # (shape, dtype=float64)
+_NUMPY_RANDOM_DIMS = frozenset({"numpy.random.rand", "numpy.random.randn"})  # (*dims), float64
+# (..., size=...): the positional index of `size`, and the default item size
+_NUMPY_RANDOM_SIZE = {
+    "numpy.random.random": (0, 8),
+    "numpy.random.random_sample": (0, 8),
+    "numpy.random.uniform": (2, 8),
+    "numpy.random.normal": (2, 8),
+    "numpy.random.randint": (2, 8),
+}
+_NUMPY_LIKE = frozenset({"numpy.zeros_like", "numpy.ones_like", "numpy.empty_like", "numpy.copy"})
+_TORCH_FILLED = frozenset(
+    {"torch.zeros", "torch.ones", "torch.empty", "torch.rand", "torch.randn"}
+)  # (*size or a sequence, dtype=float32)
+_TORCH_LIKE = frozenset({"torch.zeros_like", "torch.ones_like", "torch.empty_like", "torch.clone"})
+_COPY_METHODS = frozenset({"copy", "clone"})
+
+_NUMPY_ITEM_SIZES = {
+    "float64": 8, "float_": 8, "double": 8, "float": 8, "float32": 4, "single": 4, "float16": 2, "half": 2,
+    "int64": 8, "int_": 8, "int": 8, "uint64": 8, "int32": 4, "uint32": 4, "int16": 2, "uint16": 2,
+    "int8": 1, "uint8": 1, "bool": 1, "bool_": 1, "complex128": 16, "complex64": 8, "complex": 16,
+}
+_TORCH_ITEM_SIZES = {
+    "float32": 4, "float": 4, "float64": 8, "double": 8, "float16": 2, "half": 2, "bfloat16": 2,
+    "int64": 8, "long": 8, "int32": 4, "int": 4, "int16": 2, "short": 2, "int8": 1, "uint8": 1, "bool": 1,
+    "complex64": 8, "complex128": 16,
+}
+_BUILTINS = frozenset({"bytes", "bytearray", "float", "int", "bool", "complex"})
+_MAX_DEPTH = 8
+
+
+@dataclass(frozen=True)
+class Size:
+    """The size of an object, and the expression that made it."""
+
+    bytes: int | None  # None: marked `# ray-lint: large`, size not known
+    allocation: cst.BaseExpression
+
+    def at_least(self, threshold: int) -> bool:
+        return self.bytes is None or self.bytes >= threshold
+
+    def describe(self) -> str:
+        if self.bytes is None:
+            return "marked `# ray-lint: large`"
+        return f"about {format_bytes(self.bytes)}"
+
+
+def format_bytes(count: int) -> str:
+    for unit, scale in (("GB", 10**9), ("MB", 10**6), ("KB", 10**3)):
+        if count >= scale:
+            value = count / scale
+            return f"{value:.0f} {unit}" if value >= 10 else f"{value:.1f} {unit}"
+    return f"{count} bytes"
+
+
+def threshold_bytes(settings: dict[str, object]) -> int:
+    """The threshold a rule with `LARGE_OBJECT_OPTION` was configured with, in bytes."""
+    megabytes = settings[LARGE_OBJECT_OPTION.name]
+    assert isinstance(megabytes, int)
+    return megabytes * 10**6
+
+
+class SizeFolder:
+    """Folds sizes for one module; `SemanticModel.size_of` is the way in."""
+
+    def __init__(self, model: SemanticModel) -> None:
+        self.model = model
+
+    def size_of(self, expr: cst.BaseExpression, scope: Scope, at: int, depth: int = 0) -> Size | None:
+        if depth > _MAX_DEPTH:
+            return None
+        if isinstance(expr, cst.Name):
+            return self._size_of_name(expr.value, scope, at, depth)
+        if isinstance(expr, cst.Call):
+            return self._size_of_call(expr, scope, at, depth)
+        if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Multiply):
+            return self._size_of_repetition(expr, scope, at, depth)
+        return None
+
+    def _size_of_name(self, name: str, scope: Scope, at: int, depth: int) -> Size | None:
+        binding = self.model.reaching_binding(name, scope, at)
+        if binding is None or binding.kind != "assign" or binding.value is None:
+            return None
+        if id(binding.statement) in self.model.marked_large:
+            return Size(None, binding.value)
+        return self.size_of(binding.value, binding.scope, binding.index, depth + 1)
+
+    def _size_of_call(self, call: cst.Call, scope: Scope, at: int, depth: int) -> Size | None:
+        func = call.func
+        if isinstance(func, cst.Attribute) and func.attr.value in _COPY_METHODS and not call.args:
+            copied = self.size_of(func.value, scope, at, depth + 1)
+            return Size(copied.bytes, call) if copied is not None else None
+        name = self.model.qualified_name(func, scope, at) or _builtin(func, self.model, scope, at)
+        if name is None:
+            return None
+        positional = [arg.value for arg in call.args if arg.keyword is None and not arg.star]
+        keywords = {arg.keyword.value: arg.value for arg in call.args if arg.keyword is not None}
+        if any(arg.star for arg in call.args):
+            return None
+        count: int | None = None
+        item_size: int | None = None
+        if name in _NUMPY_FILLED or name == "numpy.full":
+            shape = positional[0] if positional else keywords.get("shape")
+            dtype_at = 2 if name == "numpy.full" else 1
+            dtype = positional[dtype_at] if len(positional) > dtype_at else keywords.get("dtype")
+            count = self._count(shape, scope, at, depth)
+            item_size = self._dtype_size(dtype, scope, at, _NUMPY_ITEM_SIZES, 8)
+            if name == "numpy.full" and dtype is None:
+                fill = positional[1] if len(positional) > 1 else keywords.get("fill_value")
+                item_size = 8 if isinstance(fill, (cst.Integer, cst.Float)) else None
+        elif name in _NUMPY_RANDOM_DIMS:
+            count = self._product(positional, scope, at, depth) if positional and not keywords else None
+            item_size = 8
+        elif name in _NUMPY_RANDOM_SIZE:
+            size_at, item_size = _NUMPY_RANDOM_SIZE[name]
+            size = positional[size_at] if len(positional) > size_at else keywords.get("size")
+            count = self._count(size, scope, at, depth) if size is not None else None
+        elif name in _TORCH_FILLED or name == "torch.full":
+            shape_args = positional[:1] if name == "torch.full" else positional
+            if len(shape_args) == 1 and isinstance(shape_args[0], (cst.Tuple, cst.List)):
+                count = self._count(shape_args[0], scope, at, depth)
+            elif shape_args:
+                count = self._product(shape_args, scope, at, depth)
+            item_size = self._dtype_size(keywords.get("dtype"), scope, at, _TORCH_ITEM_SIZES, 4)
+        elif name in ("bytes", "bytearray") and len(positional) == 1 and not keywords:
+            count, item_size = self._int(positional[0], scope, at, depth), 1
+        elif (name in _NUMPY_LIKE or name in _TORCH_LIKE) and positional and "dtype" not in keywords:
+            copied = self.size_of(positional[0], scope, at, depth + 1)
+            return Size(copied.bytes, call) if copied is not None else None
+        if count is None or item_size is None:
+            return None
+        return Size(count * item_size, call)
+
+    def _size_of_repetition(self, expr: cst.BinaryOperation, scope: Scope, at: int, depth: int) -> Size | None:
+        """`b"x" * n`, `"ab" * n`, `[0] * n` (either way round)."""
+        for sequence, times in ((expr.left, expr.right), (expr.right, expr.left)):
+            count = self._int(times, scope, at, depth)
+            if count is None:
+                continue
+            if isinstance(sequence, cst.SimpleString):
+                value = sequence.evaluated_value
+                if isinstance(value, bytes) or (isinstance(value, str) and value.isascii()):
+                    return Size(len(value) * count, expr)
+            if isinstance(sequence, cst.List) and sequence.elements:
+                per_element = [_pickled_scalar_size(element.value) for element in sequence.elements]
+                if all(size is not None for size in per_element):
+                    return Size(sum(per_element) * count, expr)  # type: ignore[arg-type]
+        return None
+
+    def _count(self, shape: cst.BaseExpression | None, scope: Scope, at: int, depth: int) -> int | None:
+        """The number of items of a shape: an int, or a tuple or list of ints."""
+        if isinstance(shape, (cst.Tuple, cst.List)):
+            if any(not isinstance(element, cst.Element) for element in shape.elements):
+                return None
+            return self._product([element.value for element in shape.elements], scope, at, depth)
+        return self._int(shape, scope, at, depth)
+
+    def _product(self, factors: list[cst.BaseExpression], scope: Scope, at: int, depth: int) -> int | None:
+        product = 1
+        for factor in factors:
+            value = self._int(factor, scope, at, depth)
+            if value is None or value < 0:
+                return None
+            product *= value
+        return product
+
+    def _int(self, expr: cst.BaseExpression | None, scope: Scope, at: int, depth: int) -> int | None:
+        """A non-negative int that the code computes from literals and names bound to them."""
+        if expr is None or depth > _MAX_DEPTH:
+            return None
+        if isinstance(expr, cst.Integer):
+            value = expr.evaluated_value
+            return value if isinstance(value, int) else None
+        if isinstance(expr, cst.Name):
+            binding = self.model.reaching_binding(expr.value, scope, at)
+            if binding is None or binding.kind != "assign" or binding.value is None:
+                return None
+            if len(binding.scope.bindings[expr.value]) > 1:
+                return None  # rebound somewhere: the value at run time is not certain
+            return self._int(binding.value, binding.scope, binding.index, depth + 1)
+        if isinstance(expr, cst.BinaryOperation):
+            left = self._int(expr.left, scope, at, depth + 1)
+            right = self._int(expr.right, scope, at, depth + 1)
+            if left is None or right is None:
+                return None
+            operator = expr.operator
+            if isinstance(operator, cst.Multiply):
+                return left * right
+            if isinstance(operator, cst.Add):
+                return left + right
+            if isinstance(operator, cst.Power) and right <= 64:
+                return left**right
+            if isinstance(operator, cst.FloorDivide) and right:
+                return left // right
+            if isinstance(operator, cst.LeftShift) and right <= 64:
+                return left << right
+        return None
+
+    def _dtype_size(
+        self, dtype: cst.BaseExpression | None, scope: Scope, at: int, sizes: dict[str, int], default: int
+    ) -> int | None:
+        if dtype is None:
+            return default
+        if isinstance(dtype, cst.SimpleString):
+            value = dtype.evaluated_value
+            return sizes.get(value) if isinstance(value, str) else None
+        name = self.model.qualified_name(dtype, scope, at) or _builtin(dtype, self.model, scope, at)
+        if name is None:
+            return None
+        library, _, short = name.rpartition(".")
+        return sizes.get(short) if library in ("numpy", "torch", "") else None
+
+
+def _builtin(expr: cst.BaseExpression, model: SemanticModel, scope: Scope, at: int) -> str | None:
+    """`bytes`, `float`...: a builtin name that nothing in the module rebinds."""
+    if isinstance(expr, cst.Name) and expr.value in _BUILTINS and model.reaching_binding(expr.value, scope, at) is None:
+        return expr.value
+    return None
+
+
+def _pickled_scalar_size(expr: cst.BaseExpression) -> int | None:
+    """A lower bound of the pickled size of one literal list element."""
+    if isinstance(expr, cst.Float):
+        return 9
+    if isinstance(expr, cst.Integer):
+        value = expr.evaluated_value
+        if isinstance(value, int):
+            return 2 if value < 256 else 3 if value < 65536 else 5
+    if isinstance(expr, cst.Name) and expr.value in ("None", "True", "False"):
+        return 1
+    return None
