@@ -231,7 +231,7 @@ def ray_debug():
 
 @pytest.fixture
 def ray_cluster():
-    ray.init(num_cpus=2, local_mode=False, resources={"docstore": 1})
+    ray.init(num_cpus=2, local_mode=False, resources={"docstore": 1})  # expect: RAY092
     yield
     ray.shutdown()
 

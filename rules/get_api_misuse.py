@@ -1,0 +1,439 @@
+"""RAY070 get-api-misuse: `ray.get` called with arguments that Ray 2.60 rejects, or that do not do what they say."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from ray_lint.diagnostics import Severity
+from ray_lint.model import (
+    CallSite,
+    RemoteOptions,
+    Scope,
+    SemanticModel,
+    Submission,
+    iter_subtree,
+    literal_number,
+    literal_string,
+)
+from ray_lint.rule import Context, Invalid, Rule, Valid
+
+# Builtins that make a collection or an iterator that is not a list (`ray.get` and `ray.wait` accept only lists).
+NON_LIST_BUILTINS = {
+    "tuple": "a tuple",
+    "set": "a set",
+    "frozenset": "a frozenset",
+    "dict": "a dict",
+    "map": "a `map` iterator",
+    "filter": "a `filter` iterator",
+    "zip": "a `zip` iterator",
+    "reversed": "a `reversed` iterator",
+    "iter": "an iterator",
+    "enumerate": "an `enumerate` iterator",
+    "range": "a range",
+}
+NON_LIST_FUNCTIONS = {
+    "itertools.chain": "an `itertools.chain` iterator",
+    "itertools.islice": "an `itertools.islice` iterator",
+    "collections.deque": "a deque",
+}
+DICT_MAKERS = ("collections.defaultdict", "collections.OrderedDict")
+DICT_VIEWS = ("values", "keys", "items")
+GET_KEYWORDS = ("object_refs", "timeout", "_use_object_store")
+GET_VALUE_ERROR = "'object_refs' must either be an ObjectRef or a list of ObjectRefs"
+
+
+def _is_builtin(model: SemanticModel, name: str, scope: Scope, at: int) -> bool:
+    """Whether a plain name is the builtin: nothing in the module binds it, and no star import may."""
+    return model.reaching_binding(name, scope, at) is None and not model.star_imports
+
+
+def _sole_assignment(model: SemanticModel, name: cst.Name, scope: Scope, at: int) -> cst.BaseExpression | None:
+    """The value of `name` when its only binding in its scope is one plain assignment (so no branch,
+    loop or later statement can have given it another value), else None."""
+    binding = model.reaching_binding(name.value, scope, at)
+    if binding is None or binding.kind != "assign" or binding.value is None:
+        return None
+    if len(binding.scope.bindings.get(name.value, ())) != 1:
+        return None
+    return binding.value
+
+
+def _is_dict(model: SemanticModel, expr: cst.BaseExpression, scope: Scope, at: int) -> bool:
+    """Whether `expr` is provably a dict: a dict display or comprehension, `dict(...)`, a `defaultdict` or
+    `OrderedDict`, or a name assigned one of those once."""
+    if isinstance(expr, cst.Name):
+        value = _sole_assignment(model, expr, scope, at)
+        return value is not None and not isinstance(value, cst.Name) and _is_dict(model, value, scope, at)
+    if isinstance(expr, (cst.Dict, cst.DictComp)):
+        return True
+    if isinstance(expr, cst.Call):
+        if isinstance(expr.func, cst.Name) and expr.func.value == "dict" and _is_builtin(model, "dict", scope, at):
+            return True
+        return model.qualified_name(expr.func, scope, at) in DICT_MAKERS
+    return False
+
+
+def non_list_collection(model: SemanticModel, expr: cst.BaseExpression, scope: Scope, at: int, follow: bool = True) -> str | None:
+    """What `expr` is when it is provably a collection or iterator other than a list ("a tuple", "a set",
+    "a generator expression", "a dict view", ...): `ray.get` and `ray.wait` reject all of these. A name
+    counts when its only binding is such a value."""
+    if isinstance(expr, cst.Tuple):
+        return "a tuple"
+    if isinstance(expr, (cst.Set, cst.SetComp)):
+        return "a set"
+    if isinstance(expr, (cst.Dict, cst.DictComp)):
+        return "a dict"
+    if isinstance(expr, cst.GeneratorExp):
+        return "a generator expression"
+    if isinstance(expr, cst.Call):
+        func = expr.func
+        if isinstance(func, cst.Name) and func.value in NON_LIST_BUILTINS and _is_builtin(model, func.value, scope, at):
+            return NON_LIST_BUILTINS[func.value]
+        qualified = model.qualified_name(func, scope, at)
+        if qualified in NON_LIST_FUNCTIONS:
+            return NON_LIST_FUNCTIONS[qualified]
+        if qualified in DICT_MAKERS:
+            return "a dict"
+        if (
+            isinstance(func, cst.Attribute)
+            and func.attr.value in DICT_VIEWS
+            and not expr.args
+            and _is_dict(model, func.value, scope, at)
+        ):
+            return f"a dict view (`.{func.attr.value}()`)"
+        return None
+    if follow and isinstance(expr, cst.Name):
+        value = _sole_assignment(model, expr, scope, at)
+        if value is not None:
+            found = non_list_collection(model, value, scope, at, follow=False)
+            return f"{found} (assigned to `{expr.value}`)" if found else None
+    return None
+
+
+def non_ref_literal(expr: cst.BaseExpression) -> str | None:
+    """What a literal that cannot be an ObjectRef is: a number, a string, bytes, a bool, None or a lambda."""
+    if literal_number(expr) is not None or isinstance(expr, cst.Imaginary):
+        return "a number"
+    if isinstance(expr, cst.SimpleString):
+        return "bytes" if "b" in expr.prefix.lower() else "a string"
+    if isinstance(expr, (cst.ConcatenatedString, cst.FormattedString)):
+        return "a string"
+    if isinstance(expr, cst.Name) and expr.value in ("True", "False"):
+        return "a bool"
+    if isinstance(expr, cst.Name) and expr.value == "None":
+        return "None"
+    if isinstance(expr, cst.Lambda):
+        return "a lambda"
+    return None
+
+
+def literal_item_problem(elements: list[cst.BaseExpression]) -> tuple[cst.BaseExpression, str] | None:
+    """The first item of a list display that is a literal and so cannot be an ObjectRef."""
+    for element in elements:
+        kind = non_ref_literal(element)
+        if kind is not None:
+            return element, kind
+    return None
+
+
+def options_at_call(call: cst.Call) -> RemoteOptions | None:
+    """The options of `x.options(...).remote(...)`, or None for a plain `x.remote(...)`."""
+    func = call.func
+    if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Call):
+        options = func.value
+        if isinstance(options.func, cst.Attribute) and options.func.attr.value == "options":
+            return RemoteOptions.from_call(options)
+    return None
+
+
+def declared_num_returns(model: SemanticModel, submission: Submission) -> list[cst.BaseExpression] | None:
+    """Every `num_returns` the module gives for this submission (its decorator, its `@ray.method(...)`, its
+    `.options(...)` at the call); None when the function is unknown or `**kwargs` may hold one."""
+    remote = submission.remote
+    if remote is None:
+        return None
+    values: list[cst.BaseExpression] = []
+    if submission.kind == "task":
+        if remote.options.has_unpacked:
+            return None
+        if "num_returns" in remote.options.values:
+            values.append(remote.options.values["num_returns"])
+    elif submission.kind == "actor-method" and remote.cls is not None and submission.method is not None:
+        method = model.method(remote.cls, submission.method)
+        if method is None:
+            return None
+        for decorator in method.node.decorators:
+            if isinstance(decorator.decorator, cst.Call):
+                for arg in decorator.decorator.args:
+                    if arg.star == "**":
+                        return None
+                    if arg.keyword is not None and arg.keyword.value == "num_returns":
+                        values.append(arg.value)
+    else:
+        return None
+    at_call = options_at_call(submission.call)
+    if at_call is not None:
+        if at_call.has_unpacked:
+            return None
+        if "num_returns" in at_call.values:
+            values.append(at_call.values["num_returns"])
+    return values
+
+
+def target_function(model: SemanticModel, submission: Submission) -> cst.FunctionDef | None:
+    """The function a task or actor-method submission runs, when the module defines it."""
+    remote = submission.remote
+    if remote is None:
+        return None
+    if submission.kind == "task" and isinstance(remote.target, cst.FunctionDef):
+        return remote.target
+    if submission.kind == "actor-method" and remote.cls is not None and submission.method is not None:
+        method = model.method(remote.cls, submission.method)
+        return method.node if method is not None else None
+    return None
+
+
+def is_generator(function: cst.FunctionDef) -> bool:
+    """Whether the function's own body yields (nested functions and lambdas do not count)."""
+    return any(isinstance(node, (cst.Yield,)) for node in iter_subtree(function.body, into_functions=False))
+
+
+def submitted_call(model: SemanticModel, expr: cst.BaseExpression, scope: Scope, at: int) -> cst.Call | None:
+    """`f.remote(...)` itself, or the `.remote(...)` call a name was last assigned."""
+    if isinstance(expr, cst.Name):
+        binding = model.reaching_binding(expr.value, scope, at)
+        if binding is None or binding.kind != "assign" or not isinstance(binding.value, cst.Call):
+            return None
+        expr = binding.value
+    return expr if isinstance(expr, cst.Call) else None
+
+
+def first_argument(call: cst.Call, keyword: str) -> cst.Arg | None:
+    """The argument that fills the first parameter: the first positional one, or `keyword=`."""
+    for arg in call.args:
+        if arg.star:
+            return None
+        if arg.keyword is None or arg.keyword.value == keyword:
+            return arg
+    return None
+
+
+def signature_problem(call: cst.Call, function: str, keywords: tuple[str, ...]) -> tuple[cst.CSTNode, str] | None:
+    """An argument that Python itself rejects for a function taking one positional parameter and the
+    keyword-only `keywords` (the first of which names the positional one)."""
+    positional = [arg for arg in call.args if arg.keyword is None and not arg.star]
+    if len(positional) > 1:
+        return positional[1], (
+            f"`{function}` takes one positional argument: Ray 2.60 raises `TypeError: {function.split('.')[-1]}() takes "
+            f"1 positional argument but {len(positional)} were given`; pass "
+            + " / ".join(f"`{k}=`" for k in keywords[1:] if not k.startswith("_"))
+            + " by keyword"
+        )
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value not in keywords:
+            name = arg.keyword.value
+            return arg, (
+                f"`{function}` has no keyword `{name}`: Ray 2.60 raises `TypeError: {function.split('.')[-1]}() got an "
+                f"unexpected keyword argument '{name}'`; its keywords are "
+                + ", ".join(f"`{k}`" for k in keywords if not k.startswith("_"))
+            )
+    return None
+
+
+class GetApiMisuse(Rule):
+    code = "RAY070"
+    name = "get-api-misuse"
+    message = "`ray.get` is called with an argument Ray rejects: it takes one ObjectRef or a list of them"
+    severity = Severity.ERROR
+    category = "api-misuse"
+    tokens = ("ray.get(", "import ray as", "from ray import")
+    also_tokens = ("get(",)
+    docs = """
+## What it does
+Finds calls to `ray.get` (through any alias) whose arguments Ray 2.60 rejects or mishandles, in
+the cases the source shows literally:
+- a tuple, set, dict, generator expression, `tuple(...)`, `set(...)`, `map(...)`, `zip(...)`,
+  `d.values()` of a dict (or a name assigned one of these once) instead of a list;
+- a literal that cannot be an ObjectRef (`ray.get(5)`, `ray.get("key")`, `ray.get(None)`), or a
+  list display holding one (`ray.get([ref, 0])`);
+- a second positional argument (`ray.get(ref, 10)`: `timeout` is keyword-only), or a keyword
+  `ray.get` does not have (`timeout_s=`, `num_returns=`);
+- a negative literal `timeout` other than `-1`;
+- the `ObjectRefGenerator` of a generator task or actor method (`ray.get(gen.remote())`, or a
+  name assigned one), when the module shows it is a streaming generator.
+
+## Why is this bad?
+`ray.get` (`ray/_private/worker.py` in Ray 2.60) accepts exactly one `ObjectRef` or a `list` of
+them, with `timeout` as a keyword-only argument:
+- any other container raises `ValueError: Invalid type of object refs, <class 'tuple'>, is given.
+  'object_refs' must either be an ObjectRef or a list of ObjectRefs.`;
+- a list holding a non-ref raises `TypeError: Attempting to call `get` on the value 0, which is
+  not an ray.ObjectRef.`;
+- `ray.get(ref, 10)` raises `TypeError: get() takes 1 positional argument but 2 were given`
+  (the timeout was keyword-only in every Ray 2 release), and an unknown keyword raises
+  `TypeError: get() got an unexpected keyword argument`;
+- a negative `timeout` is passed to the core worker as that many milliseconds; only `-1` means
+  "wait forever". With Ray 2.60 on a 2 vCPU machine, `ray.get(ref, timeout=-5)` on a task that is
+  still running aborted the whole driver process with a failed C++ check
+  (`Check failed: timeout_ms >= 0 || timeout_ms == -1`), not an exception that can be caught;
+- an `ObjectRefGenerator` (what a task or actor method that `yield`s returns by default, as
+  `num_returns="streaming"`) is returned unchanged, without waiting and without values. Ray's
+  generator guide says getting an `ObjectRefGenerator` is not allowed: iterate it and `ray.get`
+  each ref, or use `ray.get(list(gen))`.
+
+ray-lint is silent for:
+- names whose value it cannot prove (a parameter, an attribute, a name assigned in several
+  places, a name assigned `None` first and a ref later);
+- `ray.get(list(gen))`, `ray.get(gen.completed())`, and refs taken from a generator;
+- a generator task with `num_returns="dynamic"`, where `ray.get(ref)` returns the
+  `DynamicObjectRefGenerator` as documented, or with a numeric `num_returns`;
+- `d.values()` unless `d` is provably a dict, and calls with `*args`;
+- `timeout=-1`, which Ray accepts as "no timeout".
+
+## Example
+```python
+refs = (load.remote(path_a), load.remote(path_b))
+a, b = ray.get(refs)
+result = ray.get(train.remote(config), 600)
+```
+
+## Use instead
+```python
+refs = [load.remote(path_a), load.remote(path_b)]
+a, b = ray.get(refs)
+result = ray.get(train.remote(config), timeout=600)
+```
+
+## Fix safety
+There is no automatic fix: whether a tuple should become a list, or a generator should be drained
+with `list(...)` or iterated, depends on what the caller does with the result.
+
+## References
+- [ray.get](https://docs.ray.io/en/latest/ray-core/api/doc/ray.get.html)
+- [Ray generators: `ray.get` on an `ObjectRefGenerator`](https://docs.ray.io/en/latest/ray-core/ray-generator.html)
+- [Objects: fetching results](https://docs.ray.io/en/latest/ray-core/objects.html)
+"""
+
+    VALID = [
+        Valid("import ray\nrefs = [f.remote(i) for i in range(4)]\nvalues = ray.get(refs)\n", "a list of refs"),
+        Valid("import ray\nvalue = ray.get(f.remote(), timeout=10)\n", "timeout by keyword"),
+        Valid("import ray\nvalue = ray.get(ref, timeout=-1)\n", "-1 is Ray's 'no timeout'"),
+        Valid("import ray\n\ndef fetch(refs):\n    return ray.get(refs)\n", "a parameter: unknown"),
+        Valid(
+            "import ray\n@ray.remote\ndef gen(n):\n    for i in range(n):\n        yield i\n\n"
+            "g = gen.remote(3)\nvalues = ray.get(list(g))\nfirst = [ray.get(ref) for ref in gen.remote(2)]\n",
+            "refs taken from the generator",
+        ),
+        Valid(
+            "import ray\n@ray.remote(num_returns='dynamic')\ndef gen(n):\n    for i in range(n):\n        yield i\n\n"
+            "refs = ray.get(gen.remote(3))\n",
+            "num_returns='dynamic': ray.get returns the DynamicObjectRefGenerator",
+        ),
+        Valid(
+            "import ray\n@ray.remote(num_returns=2)\ndef pair():\n    yield 1\n    yield 2\n\na, b = ray.get(pair.remote())\n",
+            "a numeric num_returns on a generator returns a list of refs",
+        ),
+        Valid("import ray\nresults = ray.get(self.pending.values())\n", "not provably a dict"),
+        Valid("import ray\nrefs = (a.remote(), b.remote())\nrefs = list(refs)\nray.get(refs)\n", "rebound to a list"),
+        Valid("import ray\nx = ray.get([])\n", "an empty list is accepted"),
+        Valid("import cache\ncache.get((1, 2), 5)\n", "another library's get"),
+        Valid("import ray\nfrom requests import get\nget('https://example.com', 10)\n", "requests.get, not Ray's"),
+        Valid("def get(x, y):\n    return x\nget((1, 2), 3)\n", "no Ray import"),
+        Valid("import ray\nray.get(*refs)\nray.get(ref, **kwargs)\n", "unpacked arguments: unknown"),
+    ]
+    INVALID = [
+        Invalid("import ray\nrefs = (load.remote('a'), load.remote('b'))\na, b = ray.get(refs)\n", 3, note="a tuple through a name"),
+        Invalid("import ray\nvalues = ray.get({f.remote(), g.remote()})\n", 2, note="a set"),
+        Invalid("import ray\nvalues = ray.get(f.remote(x) for x in xs)\n", 2, note="a generator expression"),
+        Invalid(
+            "import ray\nfutures = {}\nfor name in names:\n    futures[name] = load.remote(name)\nvalues = ray.get(futures.values())\n",
+            5,
+            note="a dict view",
+        ),
+        Invalid("import ray as r\nvalues = r.get(tuple(refs))\n", 2, note="tuple(...) through an alias"),
+        Invalid("from ray import get\nout = get(map(f.remote, xs))\n", 2, note="a map iterator"),
+        Invalid("import ray\nresult = ray.get(train.remote(config), 600)\n", 2, note="positional timeout"),
+        Invalid("import ray\nresult = ray.get(ref, timeout_s=60)\n", 2, note="unknown keyword"),
+        Invalid("import ray\nresult = ray.get(ref, timeout=-5)\n", 2, note="negative timeout aborts the driver"),
+        Invalid("import ray\nresult = ray.get([ref, 0])\n", 2, note="a literal item"),
+        Invalid("import ray\nresult = ray.get('model-weights')\n", 2, note="a string"),
+        Invalid(
+            "import ray\n@ray.remote\ndef stream(n):\n    for i in range(n):\n        yield i\n\n"
+            "gen = stream.remote(10)\nvalues = ray.get(gen)\n",
+            8,
+            note="an ObjectRefGenerator",
+        ),
+        Invalid(
+            "import ray\n@ray.remote\nclass Reader:\n    def rows(self):\n        yield from range(3)\n\n"
+            "reader = Reader.remote()\nrows = ray.get(reader.rows.remote())\n",
+            8,
+            note="an actor generator method",
+        ),
+    ]
+
+    def check(self, ctx: Context) -> None:
+        for site in ctx.model.calls_to("ray.get"):
+            found = self._problem(ctx, site)
+            if found is not None:
+                ctx.report(found[0], found[1])
+
+    def _problem(self, ctx: Context, site: CallSite) -> tuple[cst.CSTNode, str] | None:
+        """The first thing Ray would reject in this call, in the order Python and Ray check them."""
+        model, call = ctx.model, site.node
+        problem = signature_problem(call, "ray.get", GET_KEYWORDS)
+        if problem is not None:
+            return problem
+        timeout = next((a for a in call.args if a.keyword is not None and a.keyword.value == "timeout"), None)
+        arg = first_argument(call, "object_refs")
+        if arg is None:
+            return None
+        value = arg.value
+        generator = self._streaming_generator(model, value, site)
+        if generator is not None:
+            return arg, (
+                f"`ray.get` on the ObjectRefGenerator of {generator} returns the generator unchanged, without waiting "
+                "and without values; iterate it and `ray.get` each ref, or `ray.get(list(gen))`"
+            )
+        kind = non_list_collection(model, value, site.scope, site.index)
+        if kind is not None:
+            return arg, (
+                f"`ray.get` on {kind}: Ray 2.60 raises `ValueError: Invalid type of object refs ... {GET_VALUE_ERROR}`; "
+                "pass a list"
+            )
+        kind = non_ref_literal(value)
+        if kind is not None:
+            return arg, f"`ray.get` on {kind}, which is not an ObjectRef: Ray 2.60 raises `ValueError: ... {GET_VALUE_ERROR}`"
+        if isinstance(value, cst.List) and not any(isinstance(e, cst.StarredElement) for e in value.elements):
+            found = literal_item_problem([e.value for e in value.elements])
+            if found is not None:
+                return found[0], (
+                    f"`ray.get` on a list holding {found[1]}: Ray 2.60 raises `TypeError: Attempting to call `get` on "
+                    f"the value {ctx.snippet(found[0], 20)}, which is not an ray.ObjectRef`"
+                )
+        if timeout is not None:
+            seconds = literal_number(timeout.value)
+            if seconds is not None and seconds != -1 and int(seconds * 1000) < -1:
+                return timeout, (
+                    f"`timeout={ctx.snippet(timeout.value, 12)}`: a negative timeout other than -1 reaches Ray's core worker "
+                    "as negative milliseconds, and Ray 2.60 aborts the process (`Check failed: timeout_ms >= 0 || "
+                    "timeout_ms == -1`) when the object is not ready yet; use `timeout=None` to wait without limit"
+                )
+        return None
+
+    def _streaming_generator(self, model: SemanticModel, value: cst.BaseExpression, site: CallSite) -> str | None:
+        """`the streaming generator task f` when `value` is the ObjectRefGenerator of a generator submission
+        in this module whose `num_returns` is left at its default or set to "streaming"."""
+        call = submitted_call(model, value, site.scope, site.index)
+        if call is None:
+            return None
+        submission = model.submission(call)
+        if submission is None or submission.kind not in ("task", "actor-method"):
+            return None
+        function = target_function(model, submission)
+        if function is None or not is_generator(function):
+            return None
+        declared = declared_num_returns(model, submission)
+        if declared is None or any(literal_string(v) != "streaming" for v in declared):
+            return None
+        where = "task" if submission.kind == "task" else "actor method"
+        return f"the generator {where} `{function.name.value}`"

@@ -1,0 +1,163 @@
+"""RAY080 is-initialized-not-called: `if not ray.is_initialized:` tests the function object, which is always true."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import libcst as cst
+
+from ray_lint.diagnostics import Applicability, Severity
+from ray_lint.model import Scope, SemanticModel, child_nodes
+from ray_lint.rule import Context, FixPlan, Invalid, Rule, Valid
+
+QUALIFIED = "ray.is_initialized"
+LAST = 1 << 62  # an event number after every binding: names resolve to their last binding in the scope
+
+
+def _truth_tested(node: cst.CSTNode) -> Iterator[tuple[cst.BaseExpression, str]]:
+    """The expressions whose truth `node` tests directly, with a word for where."""
+    if isinstance(node, (cst.If, cst.While)):
+        yield node.test, "`if`" if isinstance(node, cst.If) else "`while`"
+    elif isinstance(node, cst.IfExp):
+        yield node.test, "a conditional expression"
+    elif isinstance(node, cst.Assert):
+        yield node.test, "`assert`"
+    elif isinstance(node, cst.CompIf):
+        yield node.test, "a comprehension's `if`"
+    elif isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Not):
+        yield node.expression, "`not`"
+    elif isinstance(node, cst.BooleanOperation):
+        word = "`and`" if isinstance(node.operator, cst.And) else "`or`"
+        yield node.left, word
+        yield node.right, word
+    elif isinstance(node, cst.MatchCase) and node.guard is not None:
+        yield node.guard, "a `case` guard"
+
+
+def _scoped_walk(model: SemanticModel) -> Iterator[tuple[cst.CSTNode, Scope]]:
+    """Every node of the module with the scope its names are looked up in."""
+    scope_of_node = {id(scope.node): scope for scope in model.scopes}
+    stack: list[tuple[cst.CSTNode, Scope]] = [(model.module, model.module_scope)]
+    while stack:
+        node, scope = stack.pop()
+        yield node, scope
+        inner = scope_of_node.get(id(node), scope)
+        stack.extend((child, inner) for child in reversed(list(child_nodes(node))))
+
+
+class IsInitializedNotCalled(Rule):
+    code = "RAY080"
+    name = "is-initialized-not-called"
+    message = "`ray.is_initialized` is tested without being called: a function object is always true"
+    severity = Severity.ERROR
+    category = "correctness"
+    fixable = True
+    # The bug is the name not followed by `(`: a file that only calls it never matches these.
+    tokens = ("is_initialized:", "is_initialized ", "is_initialized)", "is_initialized\n", "is_initialized\r", "is_initialized,")
+    docs = """
+## What it does
+Finds `ray.is_initialized` (through any alias, e.g. `from ray import is_initialized`) used as a
+condition without being called: the test of an `if`, `while`, `assert` or conditional
+expression, the operand of `not`, `and` or `or`, a comprehension's `if`, or a `case` guard.
+
+## Why is this bad?
+`ray.is_initialized` is a function; `ray.is_initialized()` is the bool. A function object is
+always true, so the test never depends on whether Ray is running:
+- `if not ray.is_initialized: ray.init(...)` never calls `ray.init`. The first `.remote()` or
+  `ray.get` then starts a default local cluster with none of the arguments written there
+  (`num_cpus`, `address`, `runtime_env`, `namespace`, ...), or the program runs against a
+  cluster other than the one intended;
+- `if ray.is_initialized: ray.shutdown()` always runs its body, and
+  `assert ray.is_initialized` never fails.
+
+ray-lint is silent when the function is passed or stored without being tested
+(`wait_until(ray.is_initialized)`, `check = ray.is_initialized`), compared (`is`, `==`), or when
+the name is not Ray's (`torch.distributed.is_initialized`, or `ray` never imported).
+
+## Example
+```python
+if not ray.is_initialized:
+    ray.init(num_cpus=4, runtime_env={"pip": ["torch"]})
+```
+
+## Use instead
+```python
+if not ray.is_initialized():
+    ray.init(num_cpus=4, runtime_env={"pip": ["torch"]})
+```
+
+## Fix safety
+The fix adds `()`. It is safe: `ray.is_initialized()` has no side effects and returns a bool, and
+the test then means what it says. The code guarded by the test starts to run (or stops running)
+according to Ray's state, as its author intended; the truth of the function object was a constant
+that no correct program relies on.
+
+## References
+- [ray.is_initialized](https://docs.ray.io/en/latest/ray-core/api/doc/ray.is_initialized.html)
+- [ray.init](https://docs.ray.io/en/latest/ray-core/api/doc/ray.init.html)
+"""
+
+    VALID = [
+        Valid("import ray\nif not ray.is_initialized():\n    ray.init()\n", "called"),
+        Valid("import ray\nwait_until(ray.is_initialized, timeout=10)\n", "passed as a callback, not tested"),
+        Valid("import ray\ncheck = ray.is_initialized\nif check():\n    pass\n", "stored, then called"),
+        Valid("import torch.distributed as dist\nif not dist.is_initialized:\n    pass\n", "not Ray's function"),
+        Valid("if not ray.is_initialized:\n    ray.init()\n", "no Ray import"),
+        Valid("import ray\nassert ray.is_initialized is not None\n", "a comparison, not a truth test"),
+        Valid("import ray\nstarted = ray.is_initialized() and ray.cluster_resources()\n", "called inside `and`"),
+        Valid(
+            "import ray\n\nclass Runner:\n    def is_initialized(self):\n        return True\n\n"
+            "    def run(self):\n        if not self.is_initialized:\n            pass\n",
+            "another object's attribute",
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            "import ray\nif not ray.is_initialized:\n    ray.init(num_cpus=4)\n",
+            2,
+            fixed="import ray\nif not ray.is_initialized():\n    ray.init(num_cpus=4)\n",
+        ),
+        Invalid(
+            "import ray\n\ndef teardown():\n    if ray.is_initialized:\n        ray.shutdown()\n",
+            4,
+            fixed="import ray\n\ndef teardown():\n    if ray.is_initialized():\n        ray.shutdown()\n",
+        ),
+        Invalid(
+            "from ray import is_initialized\nassert is_initialized, 'call ray.init first'\n",
+            2,
+            fixed="from ray import is_initialized\nassert is_initialized(), 'call ray.init first'\n",
+        ),
+        Invalid(
+            "import ray as r\nready = r.is_initialized and r.cluster_resources().get('GPU', 0) > 0\n",
+            2,
+            fixed="import ray as r\nready = r.is_initialized() and r.cluster_resources().get('GPU', 0) > 0\n",
+        ),
+        Invalid(
+            "import ray\nmode = 'attached' if ray.is_initialized else 'local'\n",
+            2,
+            fixed="import ray\nmode = 'attached' if ray.is_initialized() else 'local'\n",
+        ),
+        Invalid(
+            "import ray\nwhile not ray.is_initialized:\n    time.sleep(1)\n",
+            2,
+            fixed="import ray\nwhile not ray.is_initialized():\n    time.sleep(1)\n",
+        ),
+    ]
+
+    def check(self, ctx: Context) -> None:
+        model = ctx.model
+        reported: set[int] = set()
+        for node, scope in _scoped_walk(model):
+            for tested, where in _truth_tested(node):
+                if id(tested) in reported or not isinstance(tested, (cst.Name, cst.Attribute)):
+                    continue
+                if model.qualified_name(tested, scope, LAST) != QUALIFIED:
+                    continue
+                reported.add(id(tested))
+                code = ctx.code_for(tested)
+                ctx.report(
+                    tested,
+                    f"`{code}` is tested by {where} without being called: the function object is always true, so the "
+                    f"test never depends on Ray's state; call it: `{code}()`",
+                    fix=FixPlan(f"Call `{code}()`", ((tested, f"{code}()"),), Applicability.SAFE),
+                )

@@ -1,0 +1,312 @@
+"""RAY022 short-gpu-tasks: short `num_gpus` tasks submitted in a loop, each in a fresh worker process."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from ray_lint.diagnostics import Severity
+from ray_lint.model import (
+    COMPREHENSIONS,
+    CallSite,
+    FunctionInfo,
+    Loop,
+    RemoteDef,
+    SemanticModel,
+    block_statements,
+    iter_subtree,
+    literal_number,
+    names_read,
+)
+from ray_lint.rule import Context, Invalid, Option, Rule, Valid
+
+from .too_fine_grained_tasks import enclosing_iterations, exits_in_first_iteration, sleeps_in
+
+# Words in a called name that say the call runs for a long time: a training run, a search, a solver.
+LONG_WORDS = ("train", "fit", "tune", "sweep", "simulat", "solve", "optimiz", "search", "epoch", "serve", "benchmark")
+# Modules whose calls start or wait for other processes.
+PROCESS_MODULES = ("subprocess.", "os.system", "os.popen", "multiprocessing.")
+SLEEPS = ("time.sleep",)
+
+
+class _LongBody:
+    """Decides whether a task body may run for long: it loops, iterates over a parameter, calls
+    something named like a training run or a search, starts a process, sleeps for a second or more,
+    or calls a function of the module that does."""
+
+    HELPER_DEPTH = 1
+
+    def __init__(self, model: SemanticModel, max_statements: int) -> None:
+        self.model = model
+        self.max_statements = max_statements
+
+    def function(self, info: FunctionInfo, depth: int = 0) -> bool:
+        node = info.node
+        if any(word in node.name.value.lower() for word in LONG_WORDS):
+            return True  # `train_trial`, `run_search`: named for a long run
+        params = {p.name.value for p in (*node.params.posonly_params, *node.params.params, *node.params.kwonly_params)}
+        statements = 0
+        for inner in iter_subtree(node.body, into_functions=False):
+            if isinstance(inner, (cst.For, cst.While)):
+                return True
+            if isinstance(inner, COMPREHENSIONS) and names_read(inner.for_in.iter) & params:
+                return True  # a loop over a batch the task was given
+            if isinstance(inner, cst.BaseSmallStatement):
+                statements += 1
+            if isinstance(inner, cst.Call) and self._long_call(inner, info, depth):
+                return True
+        return statements > self.max_statements
+
+    def _long_call(self, call: cst.Call, info: FunctionInfo, depth: int) -> bool:
+        func = call.func
+        tail = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
+        if any(word in tail.lower() for word in LONG_WORDS):
+            return True
+        site = self.model.call_site(call)
+        if site is None:
+            return False
+        name = self.model.call_name(site) or ""
+        if name.startswith(PROCESS_MODULES):
+            return True
+        if name in SLEEPS:
+            seconds = literal_number(call.args[0].value) if call.args else None
+            return seconds is None or seconds >= 1
+        if isinstance(func, cst.Name) and depth < self.HELPER_DEPTH:
+            binding = self.model.reaching_binding(func.value, site.scope, site.index)
+            if binding is not None and binding.kind == "def" and isinstance(binding.node, cst.FunctionDef):
+                helper = self.model.function_info(binding.node)
+                return helper is not None and helper is not info and self.function(helper, depth + 1)
+        return False
+
+
+def _gpus(remote: RemoteDef) -> float | None:
+    """The `num_gpus` the definition itself requests: Ray forces `max_calls=1` only for that one
+    (`RemoteFunction.__init__` reads the decorator's options; `.options(num_gpus=...)` does not)."""
+    if remote.options.has_unpacked:
+        return None
+    return literal_number(remote.options.values.get("num_gpus"))
+
+
+class ShortGpuTasks(Rule):
+    code = "RAY022"
+    name = "short-gpu-tasks"
+    message = "Short GPU tasks are submitted in a loop: Ray starts a new worker process for each (`max_calls=1`)"
+    severity = Severity.WARNING
+    category = "perf"
+    tokens = ("num_gpus",)
+    also_tokens = (".remote(",)
+    options = (
+        Option(
+            "min-iterations",
+            10,
+            "Report a loop whose literal iteration count (nested loops multiplied) is at least this; loops of "
+            "unknown size are always candidates.",
+        ),
+        Option("max-statements", 15, "A task body with more simple statements than this is taken to run long."),
+    )
+    docs = """
+## What it does
+Finds a `.remote(...)` call, inside a loop or comprehension that runs many times (a literal count
+of at least `min-iterations`, 10 by default, or a count the code does not show), of a remote
+function of the same file whose `@ray.remote(...)` (or `ray.remote(...)(f)`) requests
+`num_gpus` > 0 and does not set `max_calls`, when the function looks short: it is not named like a
+training run or a search, and its body has no loop, no loop over a parameter in a comprehension,
+no call named like a training run or a search (`fit`, `train`, `tune`, `search`, `solve`, ...),
+no subprocess, no sleep of a second or more, and at most `max-statements` simple statements (15 by
+default); a plain helper of the same file that it calls is judged the same way.
+
+## Why is this bad?
+For a remote function that requests GPUs, Ray sets `max_calls=1` unless told otherwise
+(`ray/remote_function.py`, `RemoteFunction.__init__`, issue #29624): the worker process exits
+after every task so that leaked GPU memory is freed. Each call then pays for a new Python process,
+re-importing the framework, creating a CUDA context and loading its model again, which for a short
+task is most of the time it takes. Ray says nothing about it. Measured on a 2-core machine with
+Ray 2.60 and logical GPUs (no CUDA): 20 trivial `num_gpus=1` tasks took 5.83 s, the same calls on
+one GPU actor 0.037 s (158×); real CUDA initialisation adds seconds per task.
+
+Ray applies `max_calls=1` only from the options given where the function is defined: a function
+defined without `num_gpus` and called with `.options(num_gpus=1)` reuses its workers, so it is not
+reported.
+
+ray-lint is silent when:
+- the decorator sets `max_calls` (any value: the choice was made), or its options come from
+  `**kwargs`, or `num_gpus` is not a literal;
+- the body may run long (see above), so the start-up is a small part of it: few, long GPU tasks
+  are what `max_calls=1` is for;
+- the loop is small (a literal count below `min-iterations`), always leaves in its first
+  iteration, or sleeps;
+- the calls are actor method calls: an actor keeps its process.
+
+## Example
+```python
+@ray.remote(num_gpus=1)
+def embed(text):
+    model = load_model().cuda()
+    return model.encode(text)
+
+refs = [embed.remote(t) for t in texts]
+```
+
+## Use instead
+A GPU actor (or a few) that loads the model once and serves every call:
+```python
+@ray.remote(num_gpus=1)
+class Embedder:
+    def __init__(self):
+        self.model = load_model().cuda()
+
+    def embed(self, text):
+        return self.model.encode(text)
+
+embedder = Embedder.remote()
+refs = [embedder.embed.remote(t) for t in texts]
+```
+or batch the inputs into fewer tasks, or, if the task does not leak GPU memory, let Ray reuse its
+workers with `@ray.remote(num_gpus=1, max_calls=0)`.
+
+## Fix safety
+There is no automatic fix: `max_calls=0` keeps whatever GPU memory a task leaks, and an actor
+changes the structure of the code.
+
+## Options
+- `min-iterations` (10): the smallest literal loop count reported.
+- `max-statements` (15): a longer body is taken to run long.
+
+## References
+- [Accelerator support: workers not releasing GPU resources](https://docs.ray.io/en/latest/ray-core/scheduling/accelerators.html)
+- [Task fault tolerance: `max_calls`](https://docs.ray.io/en/latest/ray-core/fault_tolerance/tasks.html)
+- [ray.remote: `max_calls`](https://docs.ray.io/en/latest/ray-core/api/doc/ray.remote.html)
+"""
+
+    VALID = [
+        Valid(
+            "import ray\n@ray.remote(num_gpus=1, max_calls=0)\ndef embed(text):\n    return MODEL.encode(text)\n\n"
+            "refs = [embed.remote(t) for t in texts]\n",
+            "workers reused on purpose",
+        ),
+        Valid(
+            "import ray\n@ray.remote(num_gpus=1)\ndef train(config):\n    model = build(config)\n"
+            "    for epoch in range(config['epochs']):\n        step(model)\n    return model\n\n"
+            "refs = [train.remote(c) for c in configs]\n",
+            "a long task: a training loop",
+        ),
+        Valid(
+            "import ray\n@ray.remote(num_gpus=1)\ndef run_trial(config):\n    return Trainer(config).fit()\n\n"
+            "refs = [run_trial.remote(c) for c in configs]\n",
+            "a call named like a training run",
+        ),
+        Valid(
+            "import ray\n@ray.remote\ndef embed(text):\n    return encode(text)\n\n"
+            "refs = [embed.options(num_gpus=1).remote(t) for t in texts]\n",
+            "num_gpus only in .options: Ray does not force max_calls=1",
+        ),
+        Valid(
+            "import ray\n@ray.remote(num_gpus=1)\ndef embed(text):\n    return encode(text)\n\n"
+            "refs = [embed.remote(t) for t in ['a', 'b', 'c']]\n",
+            "three tasks",
+        ),
+        Valid(
+            "import ray\n@ray.remote(num_gpus=1)\nclass Embedder:\n    def embed(self, text):\n        return self.model.encode(text)\n\n"
+            "e = Embedder.remote()\nrefs = [e.embed.remote(t) for t in texts]\n",
+            "a GPU actor keeps its process",
+        ),
+        Valid(
+            "import ray\n@ray.remote(num_gpus=1)\ndef embed_batch(texts):\n    return [encode(t) for t in texts]\n\n"
+            "refs = [embed_batch.remote(b) for b in batches]\n",
+            "each task loops over a batch",
+        ),
+        Valid(
+            "import ray\n@ray.remote(**gpu_options)\ndef embed(text):\n    return encode(text)\n\n"
+            "refs = [embed.remote(t) for t in texts]\n",
+            "options unknown",
+        ),
+        Valid(
+            "@ray.remote(num_gpus=1)\ndef embed(text):\n    return encode(text)\n\nrefs = [embed.remote(t) for t in texts]\n",
+            "no `import ray`: not Ray",
+        ),
+        Valid(
+            "import ray\nimport subprocess\n@ray.remote(num_gpus=1)\ndef bench(cmd):\n    return subprocess.run(cmd).returncode\n\n"
+            "refs = [bench.remote(c) for c in commands]\n",
+            "runs a process",
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            "import ray\n@ray.remote(num_gpus=1)\ndef embed(text):\n    model = load_model().cuda()\n    return model.encode(text)\n\n"
+            "refs = [embed.remote(t) for t in texts]\n",
+            7,
+        ),
+        Invalid(
+            "import ray\n@ray.remote(num_gpus=0.25, num_cpus=1)\ndef infer(x):\n    return MODEL(x.cuda()).cpu()\n\n"
+            "results = []\nfor i in range(100):\n    results.append(infer.remote(inputs[i]))\n",
+            8,
+            note="a fractional GPU still means max_calls=1",
+        ),
+        Invalid(
+            "import ray\n\ndef infer(x):\n    return MODEL(x.cuda())\n\ngpu_infer = ray.remote(num_gpus=1)(infer)\n"
+            "refs = [gpu_infer.remote(x) for x in xs]\n",
+            7,
+            note="ray.remote(...)(f)",
+        ),
+        Invalid(
+            "from ray import remote\n@remote(num_gpus=1)\ndef embed(text):\n    return encode(text)\n\n"
+            "pending = []\nwhile queue:\n    pending.append(embed.options(name='embed').remote(queue.pop()))\n",
+            8,
+            note="a while loop, .options without num_gpus",
+        ),
+        Invalid(
+            "import ray\n\ndef prepare(x):\n    return x / 255.0\n\n@ray.remote(num_gpus=1)\ndef classify(img):\n"
+            "    return MODEL(prepare(img).cuda()).argmax()\n\nrefs = [classify.remote(img) for img in images]\n",
+            10,
+            note="a short helper",
+        ),
+    ]
+
+    def check(self, ctx: Context) -> None:
+        model = ctx.model
+        long_body = _LongBody(model, self.settings["max-statements"])
+        verdicts: dict[int, bool] = {}
+        for site in model.calls_by_tail.get("remote", ()):
+            if site.loop is None:
+                continue
+            submission = model.submission(site.node)
+            if submission is None or submission.kind != "task" or submission.remote is None:
+                continue
+            remote = submission.remote
+            gpus = _gpus(remote)
+            if gpus is None or gpus <= 0 or "max_calls" in remote.options.values:
+                continue
+            info = model.function_info(remote.target) if isinstance(remote.target, cst.FunctionDef) else None
+            if info is None:
+                continue
+            if id(info.node) not in verdicts:
+                verdicts[id(info.node)] = long_body.function(info)
+            if verdicts[id(info.node)] or not self._repeats(model, site):
+                continue
+            self._report(ctx, site, remote, gpus)
+
+    def _repeats(self, model: SemanticModel, site: CallSite) -> bool:
+        assert site.loop is not None
+        iterations = enclosing_iterations(model, site.loop)
+        if iterations is not None and iterations < self.settings["min-iterations"]:
+            return False
+        loop: Loop | None = site.loop
+        while loop is not None:
+            if exits_in_first_iteration(loop) or sleeps_in(model, loop):
+                return False
+            loop = loop.parent
+        return True
+
+    def _report(self, ctx: Context, site: CallSite, remote: RemoteDef, gpus: float) -> None:
+        assert site.loop is not None
+        iterations = enclosing_iterations(ctx.model, site.loop)
+        each = f"each of the {iterations:,} tasks" if iterations is not None else "each task of this loop"
+        statements = len(block_statements(remote.target.body))
+        ctx.report(
+            site.node,
+            f"`{remote.name}` requests `num_gpus={gpus:g}` without `max_calls` ({ctx.line_of(remote.declared_at)}), so Ray starts "
+            f"a new worker process for every call (`max_calls=1` for GPU tasks): {each} pays process start-up, CUDA "
+            f"initialisation and model loading, most of the time of a body this short ({statements} "
+            f"statement{'s' if statements != 1 else ''}); use a GPU actor that keeps the model loaded, batch the inputs, "
+            "or set `max_calls=0` if the task does not leak GPU memory",
+            facts={"iterations": iterations, "function": remote.name},
+        )
