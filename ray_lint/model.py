@@ -927,9 +927,22 @@ class SemanticModel:
     def position(self, node: cst.CSTNode) -> CodeRange:
         """Line and column range of `node`. Positions cost a code-generation pass over the module, so they
         are computed once, on the first call, and only for files that report something."""
+        return self._positioned[node]
+
+    def source_of(self, node: cst.CSTNode) -> str:
+        """The node's text as it stands in the file (over the span `position` gives). Unlike libcst's
+        `code_for_node`, continuation lines keep the indentation of the block around them."""
+        return self._positioned.source(node)
+
+    def line_text(self, number: int) -> str:
+        """Line `number` (1-based) of the file, with its line break."""
+        return self._positioned.line(number)
+
+    @property
+    def _positioned(self) -> Positions:
         if self._positions is None:
             self._positions = Positions(self.module)
-        return self._positions[node]
+        return self._positions
 
 
 def _exits_after(block: cst.CSTNode, target: cst.CSTNode, inside_loop: bool) -> bool:

@@ -83,11 +83,23 @@ class Positions:
         module._codegen(state)
         self._module = module  # keeps the nodes, whose ids key the spans, alive
         self._spans = state.spans
-        self._line_starts = line_offsets("".join(state.tokens))
+        self.text = "".join(state.tokens)  # the module's source, as the offsets count it
+        self._line_starts = line_offsets(self.text)
 
     def __getitem__(self, node: cst.CSTNode) -> CodeRange:
         start, end = self._spans[id(node)]
         return CodeRange(self._position(start), self._position(end))
+
+    def source(self, node: cst.CSTNode) -> str:
+        """The node's text as it stands in the file, continuation lines' indentation included."""
+        start, end = self._spans[id(node)]
+        return self.text[start:end]
+
+    def line(self, number: int) -> str:
+        """Line `number` (1-based) of the file, with its line break."""
+        start = self._line_starts[number - 1]
+        end = self._line_starts[number] if number < len(self._line_starts) else len(self.text)
+        return self.text[start:end]
 
     def __len__(self) -> int:
         return len(self._spans)

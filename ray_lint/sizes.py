@@ -20,6 +20,12 @@ if TYPE_CHECKING:
     from ray_lint.model import Scope, SemanticModel
 
 LARGE_MARKER = "ray-lint: large"
+# Pre-filter tokens of a file that may hold an allocation this module can fold.
+ALLOCATION_TOKENS = (
+    "zeros", "ones(", "ones_like", "empty(", "empty_like", "full(", "full_like", "rand(", "randn(", "randint(",
+    "random(", "random_sample(", "uniform(", "normal(", "bytes(", "bytearray(", "' *", '" *', "] *", "* [",
+    "*[", "* b'", '* b"', "* '", '* "', LARGE_MARKER,
+)
 # Ray warns when a pickled remote function passes 10**7 bytes (FUNCTION_SIZE_WARN_THRESHOLD).
 LARGE_OBJECT_OPTION = Option(
     "large-object-mb",
@@ -30,13 +36,13 @@ LARGE_OBJECT_OPTION = Option(
 
 _NUMPY_FILLED = frozenset({"numpy.zeros", "numpy.ones", "numpy.empty"})  # (shape, dtype=float64)
 _NUMPY_RANDOM_DIMS = frozenset({"numpy.random.rand", "numpy.random.randn"})  # (*dims), float64
-# (..., size=...): the positional index of `size`, and the default item size
+# (..., size=...): the positional index of `size`; items are float64 (randint: int64 unless `dtype=`)
 _NUMPY_RANDOM_SIZE = {
-    "numpy.random.random": (0, 8),
-    "numpy.random.random_sample": (0, 8),
-    "numpy.random.uniform": (2, 8),
-    "numpy.random.normal": (2, 8),
-    "numpy.random.randint": (2, 8),
+    "numpy.random.random": 0,
+    "numpy.random.random_sample": 0,
+    "numpy.random.uniform": 2,
+    "numpy.random.normal": 2,
+    "numpy.random.randint": 2,
 }
 _NUMPY_LIKE = frozenset({"numpy.zeros_like", "numpy.ones_like", "numpy.empty_like", "numpy.copy"})
 _TORCH_FILLED = frozenset(
@@ -142,9 +148,11 @@ class SizeFolder:
             count = self._product(positional, scope, at, depth) if positional and not keywords else None
             item_size = 8
         elif name in _NUMPY_RANDOM_SIZE:
-            size_at, item_size = _NUMPY_RANDOM_SIZE[name]
+            size_at = _NUMPY_RANDOM_SIZE[name]
             size = positional[size_at] if len(positional) > size_at else keywords.get("size")
             count = self._count(size, scope, at, depth) if size is not None else None
+            dtype = positional[3] if name == "numpy.random.randint" and len(positional) > 3 else keywords.get("dtype")
+            item_size = self._dtype_size(dtype, scope, at, _NUMPY_ITEM_SIZES, 8)
         elif name in _TORCH_FILLED or name == "torch.full":
             shape_args = positional[:1] if name == "torch.full" else positional
             if len(shape_args) == 1 and isinstance(shape_args[0], (cst.Tuple, cst.List)):

@@ -263,7 +263,7 @@ or a class body), and for a list only when `asyncio` is imported. `ray.wait` has
         origin = model.ref_origin(argument, site.scope, site.index)
         if origin is None or _has_num_returns(model, origin.producer):
             return None
-        source = _source_of(ctx, argument)
+        source = ctx.model.source_of(argument)
         if origin.kind == "ref":
             if isinstance(argument, (cst.List, cst.ListComp)):
                 return None
@@ -456,16 +456,6 @@ def _keywords_of(expr: cst.BaseExpression) -> set[str]:
 def _asyncio_name(model: SemanticModel, site: CallSite) -> str | None:
     """The name under which the `asyncio` module is reachable at the call, if it is imported."""
     return "asyncio" if model.qualified_name(cst.Name("asyncio"), site.scope, site.index) == "asyncio" else None
-
-
-def _source_of(ctx: Context, node: cst.CSTNode) -> str:
-    """A node's text as it stands in the file: `code_for` loses the indentation of continuation lines."""
-    span = ctx.model.position(node)
-    lines = ctx.model.module.code.splitlines(keepends=True)
-    if span.start.line == span.end.line:
-        return lines[span.start.line - 1][span.start.column : span.end.column]
-    middle = lines[span.start.line : span.end.line - 1]
-    return "".join([lines[span.start.line - 1][span.start.column :], *middle, lines[span.end.line - 1][: span.end.column]])
 
 
 def _parent_of(site: CallSite, coroutine: Scope) -> cst.CSTNode | None:

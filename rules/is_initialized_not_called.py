@@ -87,10 +87,11 @@ if not ray.is_initialized():
 ```
 
 ## Fix safety
-The fix adds `()`. It is safe: `ray.is_initialized()` has no side effects and returns a bool, and
-the test then means what it says. The code guarded by the test starts to run (or stops running)
-according to Ray's state, as its author intended; the truth of the function object was a constant
-that no correct program relies on.
+The fix adds `()`, so the test means what it says. It is unsafe (it applies with `--unsafe-fixes`):
+the code guarded by the test starts to run, or stops running, according to Ray's state. That is
+what the author meant, but a program may have come to depend on the old constant: a
+`ray.init(num_cpus=2)` behind `if not ray.is_initialized:` never ran before, so Ray started with
+its defaults, and after the fix it runs with those arguments.
 
 ## References
 - [ray.is_initialized](https://docs.ray.io/en/latest/ray-core/api/doc/ray.is_initialized.html)
@@ -159,5 +160,5 @@ that no correct program relies on.
                     tested,
                     f"`{code}` is tested by {where} without being called: the function object is always true, so the "
                     f"test never depends on Ray's state; call it: `{code}()`",
-                    fix=FixPlan(f"Call `{code}()`", ((tested, f"{code}()"),), Applicability.SAFE),
+                    fix=FixPlan(f"Call `{code}()`", ((tested, f"{code}()"),), Applicability.UNSAFE),
                 )

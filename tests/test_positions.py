@@ -11,6 +11,7 @@ import libcst as cst
 import pytest
 from libcst.metadata import MetadataWrapper, PositionProvider
 
+from ray_lint.model import SemanticModel
 from ray_lint.positions import Positions
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -56,3 +57,13 @@ def test_real_files() -> None:
     assert len(files) > 40, "the sample includes the installed Ray package"
     nodes = sum(assert_same_positions(path.read_text(encoding="utf-8")) for path in files)
     assert nodes > 100_000
+
+
+def test_source_of_keeps_continuation_indentation() -> None:
+    text = "def f():\n    if x:\n        g(\n            a,\n            b,\n        )\n"
+    model = SemanticModel(cst.parse_module(text))
+    call = model.calls[0].node
+    assert model.source_of(call) == "g(\n            a,\n            b,\n        )"
+    assert model.module.code_for_node(call) != model.source_of(call)  # what libcst loses
+    assert model.line_text(4) == "            a,\n"
+    assert model.line_text(6) == "        )\n"

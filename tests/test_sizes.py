@@ -31,6 +31,8 @@ def size_of_last(source: str) -> int | None | str:
         ("import numpy as np\nnp.random.rand(1000, 2000)\n", 16_000_000),
         ("import numpy as np\nnp.random.randint(0, 10, size=(100, 100))\n", 80_000),
         ("import numpy as np\nnp.random.random((10, 10))\n", 800),
+        ("import numpy as np\nnp.random.randint(0, 100, size=10**8, dtype=np.int8)\n", 10**8),
+        ("import numpy as np\nnp.random.randint(0, 100, 1000, 'int16')\n", 2000),
         ("import torch\ntorch.zeros(1000, 1000)\n", 4_000_000),
         ("import torch\ntorch.randn((1000, 1000), dtype=torch.float64)\n", 8_000_000),
         ("import torch\ntorch.full((10, 10), 1.0, dtype=torch.half)\n", 200),

