@@ -29,6 +29,9 @@ def _untimed(key: str) -> AbstractContextManager[object]:
     return nullcontext()
 
 
+INTERNAL_ERROR = "internal error"
+
+
 def lint_text(
     text: str,
     rules: list[Rule],
@@ -55,7 +58,8 @@ def lint_text(
     report_file_errors = any(rule.code == FILE_ERROR_CODE for rule in active)
     with _collector_paused():
         checked = _check(text, active, describe_line or _plain_line, clock)
-    diagnostics = [d for d in checked if d.code != FILE_ERROR_CODE or report_file_errors]
+    # a rule's own crash is a bug in ray-lint, shown even when RAY000 is not selected: else it looks like a clean file
+    diagnostics = [d for d in checked if d.code != FILE_ERROR_CODE or report_file_errors or d.message.startswith(INTERNAL_ERROR)]
     if not diagnostics:
         return []
     if not line_noqa or not (noqa_lines or noqa.has_inline_noqa(text)):
@@ -124,7 +128,7 @@ def _run_rules(model: SemanticModel, rules: list[Rule], describe_line: Callable[
                 diagnostics.extend(_to_diagnostic(rule, report, ctx) for report in ctx.reports)
         except Exception as error:
             diagnostics.append(
-                file_error(f"internal error in rule {rule.code} ({rule.name}): {type(error).__name__}: {error}")
+                file_error(f"{INTERNAL_ERROR} in rule {rule.code} ({rule.name}): {type(error).__name__}: {error}")
             )
     return diagnostics
 
