@@ -1,0 +1,799 @@
+"""RAY094 invalid-or-misplaced-options: an option of `ray.remote`, `.options(...)` or `ray.method` that Ray 2.60
+refuses: an unknown name, a task option on an actor (or the reverse), or a literal value its validators reject."""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import difflib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Literal
+
+import libcst as cst
+
+from ray_lint.diagnostics import Applicability, Severity
+from ray_lint.model import CallSite, FunctionInfo, RemoteDef, SemanticModel, literal_string
+from ray_lint.rule import Context, FixPlan, Invalid, Rule, Valid
+
+from .bad_resource_quantity import expected_to_raise, keyword_arg, value_text
+
+Kind = Literal["task", "actor"]
+NONE = type(None)
+Check = Callable[[object], "str | None"]
+
+
+@dataclass(frozen=True)
+class OptionSpec:
+    """One row of Ray's option table: the builtin types its `isinstance` check accepts (Ray's own classes,
+    such as scheduling strategies, are never literals), and its value constraint, which returns Ray's error."""
+
+    types: tuple[type, ...] | None  # None: not checked here
+    check: Check | None = None
+
+
+def _counting(name: str, infinite: bool = True) -> OptionSpec:
+    """Ray's `_counting_option`: an int (or None) of at least 0, or -1 for infinity when `infinite`."""
+    lowest = -1 if infinite else 0
+    accepted = "None, 0, -1 or a positive integer, where -1 represents infinity" if infinite else "None, 0 or a positive integer"
+    message = f"ValueError: The keyword '{name}' only accepts {accepted}."
+    return OptionSpec((int, NONE), lambda x: None if x is None or x >= lowest else message)  # type: ignore[operator]
+
+
+def _num_returns(x: object) -> str | None:
+    if x is None or x in ("dynamic", "streaming"):
+        return None
+    if isinstance(x, str):
+        return "TypeError: '>=' not supported between instances of 'str' and 'int'"
+    return None if x >= 0 else "ValueError: The keyword 'num_returns' only accepts None, a non-negative integer, 'streaming' or 'dynamic'"  # type: ignore[operator]
+
+
+def _positive_or_none(name: str) -> Check:
+    return lambda x: None if x is None or x > 0 else f"ValueError: {name} must be a positive integer"  # type: ignore[operator]
+
+
+RESOURCE = OptionSpec(None)  # quantities: RAY047 (bad-resource-quantity)
+# Mirrors Ray 2.60.0, python/ray/_common/ray_option_utils.py: `_common_options`, `_task_only_options` and
+# `_actor_only_options` (types and value constraints). Values of `label_selector` and `fallback_strategy`
+# (ray/_private/label_utils.py) are not mirrored, only their types.
+COMMON_OPTIONS: dict[str, OptionSpec] = {
+    "label_selector": OptionSpec((dict, NONE)),
+    "fallback_strategy": OptionSpec((list, NONE)),
+    "accelerator_type": OptionSpec((str, NONE)),
+    "memory": RESOURCE,
+    "name": OptionSpec((str, NONE)),
+    "num_cpus": RESOURCE,
+    "num_gpus": RESOURCE,
+    "object_store_memory": _counting("object_store_memory", infinite=False),
+    "placement_group": OptionSpec((NONE, str)),  # or a PlacementGroup
+    "placement_group_bundle_index": OptionSpec((int,)),
+    "placement_group_capture_child_tasks": OptionSpec((bool, NONE)),
+    "resources": OptionSpec((dict, NONE)),  # the dict's keys and quantities: RAY046, RAY047
+    "runtime_env": OptionSpec((dict, NONE)),
+    "scheduling_strategy": OptionSpec((NONE, str)),  # or a *SchedulingStrategy
+    "enable_task_events": OptionSpec((bool,)),
+    "_labels": OptionSpec((dict, NONE)),
+}
+TASK_ONLY_OPTIONS: dict[str, OptionSpec] = {
+    "max_calls": _counting("max_calls", infinite=False),
+    "max_retries": _counting("max_retries"),
+    "num_cpus": RESOURCE,
+    "num_returns": OptionSpec((int, str, NONE), _num_returns),
+    "object_store_memory": OptionSpec(
+        (int, NONE), lambda x: None if x is None else "ValueError: Setting 'object_store_memory' is not implemented for tasks"
+    ),
+    "retry_exceptions": OptionSpec((bool, list, tuple)),  # list items: `_retry_exception_problem`
+    "_generator_backpressure_num_objects": OptionSpec(
+        (int, NONE), lambda x: None if x != 0 else "ValueError: _generator_backpressure_num_objects=0 is not allowed"
+    ),
+    "_num_objects_per_yield": OptionSpec((int, NONE), _positive_or_none("_num_objects_per_yield")),
+}
+ACTOR_ONLY_OPTIONS: dict[str, OptionSpec] = {
+    "concurrency_groups": OptionSpec((list, dict, NONE)),
+    "enable_tensor_transport": OptionSpec((bool, NONE)),
+    "lifetime": OptionSpec(
+        (str, NONE),
+        lambda x: None
+        if x in (None, "detached", "non_detached")
+        else "ValueError: actor `lifetime` argument must be one of 'detached', 'non_detached' and 'None'.",
+    ),
+    "max_concurrency": _counting("max_concurrency", infinite=False),
+    "max_restarts": _counting("max_restarts"),
+    "max_task_retries": _counting("max_task_retries"),
+    "max_pending_calls": _counting("max_pending_calls"),
+    "namespace": OptionSpec((str, NONE)),
+    "get_if_exists": OptionSpec((bool,)),
+    "allow_out_of_order_execution": OptionSpec((bool, NONE)),
+    "_actor_generator_backpressure_num_objects": OptionSpec(
+        (int, NONE),
+        lambda x: None if x is None or x > 0 or x == -1 else "ValueError: _actor_generator_backpressure_num_objects must be > 0, or -1",  # type: ignore[operator]
+    ),
+}
+# As in Ray: `task_options = {**_common_options, **_task_only_options}`, and likewise for actors.
+OPTIONS: dict[Kind, dict[str, OptionSpec]] = {
+    "task": {**COMMON_OPTIONS, **TASK_ONLY_OPTIONS},
+    "actor": {**COMMON_OPTIONS, **ACTOR_ONLY_OPTIONS},
+}
+ALL_OPTION_NAMES = sorted(set(OPTIONS["task"]) | set(OPTIONS["actor"]))
+
+# Ray 2.60.0, python/ray/actor.py, `method`: the `valid_kwargs` of `@ray.method(...)` (an AssertionError
+# otherwise) and the checks it runs when it decorates.
+METHOD_OPTIONS: dict[str, OptionSpec] = {
+    "num_returns": OptionSpec(
+        None, lambda x: "ValueError: num_returns must be >= 0" if isinstance(x, int) and not isinstance(x, bool) and x < 0 else None
+    ),
+    "concurrency_group": OptionSpec(None),  # must be declared by the class: `_undeclared_group`
+    "max_task_retries": OptionSpec(None),
+    "retry_exceptions": OptionSpec(None),  # checked when the method is called: `_method_call_problem`
+    "_generator_backpressure_num_objects": OptionSpec(None),
+    "_num_objects_per_yield": TASK_ONLY_OPTIONS["_num_objects_per_yield"],
+    "enable_task_events": OptionSpec(None),
+    "tensor_transport": OptionSpec(
+        None, lambda x: None if isinstance(x, str) else f"AttributeError: '{type(x).__name__}' object has no attribute 'upper'"
+    ),
+}
+# Ray 2.60.0, python/ray/actor.py, `ActorMethod._remote`: the keywords `h.method.options(...)` may pass on.
+METHOD_CALL_OPTIONS = frozenset(
+    {
+        "name", "num_returns", "max_task_retries", "retry_exceptions", "concurrency_group",
+        "_generator_backpressure_num_objects", "_num_objects_per_yield", "enable_task_events", "tensor_transport", "_labels",
+    }
+)
+# Scheduling strategies given as a string (checked by the core worker when the task or actor is submitted).
+STRATEGY_NAMES = ("DEFAULT", "SPREAD")
+
+# What to do instead of an option that belongs to the other kind.
+MISPLACED_HINTS: dict[tuple[Kind, str], str] = {
+    ("actor", "max_retries"): "an actor uses `max_restarts` (the actor process) and `max_task_retries` (its method calls)",
+    ("actor", "num_returns"): "set it per method with `@ray.method(num_returns=...)`",
+    ("actor", "retry_exceptions"): "set it per method with `@ray.method(retry_exceptions=...)`, with `max_task_retries`",
+    ("actor", "max_calls"): "an actor is one long-lived worker; there is no per-call worker limit",
+    ("task", "max_task_retries"): "a task's retries are `max_retries`",
+    ("task", "max_restarts"): "a task's retries are `max_retries`",
+    ("task", "max_concurrency"): "a task runs one call; limit parallelism with resources, or make this an actor",
+}
+# Options renamed by earlier Ray releases, which difflib would not connect to their new names.
+RENAMED_OPTIONS = {"max_reconstructions": "max_restarts", "num_return_vals": "num_returns"}
+MISPLACED_METHOD_HINTS = {
+    "max_retries": "an actor method's retries are `max_task_retries`",
+    "num_cpus": "resources are reserved by the actor, in `@ray.remote(...)` on the class",
+    "num_gpus": "resources are reserved by the actor, in `@ray.remote(...)` on the class",
+}
+
+Where = Literal["remote", "options", "method", "method-options"]
+WHEN: dict[Where, str] = {
+    "remote": "when `ray.remote` is applied",
+    "options": "at the `.options(...)` call",
+    "method": "when `@ray.method` is applied",
+    "method-options": "when the method is called",
+}
+RAY_METHOD = ("ray.method", "ray.actor.method")
+
+
+@dataclass(frozen=True)
+class LiteralValue:
+    """What the source says about a value: its type, and the value itself when every part is a literal."""
+
+    kind: type
+    value: object
+    known: bool
+
+
+def literal_value(expr: cst.BaseExpression) -> LiteralValue | None:
+    """The literal value of `expr` (numbers, strings, True/False/None, containers of those); for a container
+    display or comprehension with non-literal parts, or an f-string, only its type; None otherwise."""
+    if isinstance(expr, (cst.Name, cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString, cst.ConcatenatedString,
+                         cst.UnaryOperation, cst.List, cst.Tuple, cst.Set, cst.Dict)):
+        try:
+            value = ast.literal_eval(value_text(expr).strip())
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+            pass
+        else:
+            return LiteralValue(type(value), value, True)
+    number = _folded_number(expr)
+    if number is not None:
+        return LiteralValue(type(number), number, True)
+    shapes: tuple[tuple[type, tuple[type[cst.CSTNode], ...]], ...] = (
+        (list, (cst.List, cst.ListComp)),
+        (tuple, (cst.Tuple,)),
+        (set, (cst.Set, cst.SetComp)),
+        (dict, (cst.Dict, cst.DictComp)),
+        (str, (cst.FormattedString,)),
+    )
+    for kind, nodes in shapes:
+        if isinstance(expr, nodes):
+            return LiteralValue(kind, None, False)
+    return None
+
+
+ARITHMETIC: dict[type[cst.BaseBinaryOp], Callable[[float, float], float]] = {
+    cst.Add: lambda a, b: a + b,
+    cst.Subtract: lambda a, b: a - b,
+    cst.Multiply: lambda a, b: a * b,
+    cst.FloorDivide: lambda a, b: a // b,
+    cst.Power: lambda a, b: a**b,
+}
+
+
+def _folded_number(expr: cst.BaseExpression, depth: int = 0) -> int | float | None:
+    """Integer and float arithmetic on literals (`10**9`, `2 * 1024**3`), with small operands only."""
+    if isinstance(expr, (cst.Integer, cst.Float)):
+        return expr.evaluated_value
+    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus):
+        inner = _folded_number(expr.expression, depth + 1)
+        return -inner if inner is not None else None
+    if not isinstance(expr, cst.BinaryOperation) or depth > 8:
+        return None
+    operate = ARITHMETIC.get(type(expr.operator))
+    left, right = _folded_number(expr.left, depth + 1), _folded_number(expr.right, depth + 1)
+    if operate is None or left is None or right is None or abs(left) > 1e15 or abs(right) > 1e15:
+        return None
+    if isinstance(expr.operator, cst.Power) and not 0 <= right <= 64:
+        return None
+    try:
+        return operate(left, right)
+    except (OverflowError, ZeroDivisionError):
+        return None
+
+
+def spec_problem(name: str, spec: OptionSpec, value: LiteralValue) -> str | None:
+    """Ray's error for `value` as option `name`, by the table row `spec`; None if it passes or is unknown."""
+    if spec.types is not None:
+        accepted = isinstance(value.value, spec.types) if value.known else issubclass(value.kind, spec.types)
+        if not accepted:
+            names = ", ".join(t.__name__ for t in spec.types)
+            return f"TypeError: The type of keyword '{name}' must be ({names}), but received type {value.kind.__name__}"
+    if spec.check is not None and value.known:
+        return spec.check(value.value)
+    return None
+
+
+def suggestion(name: str, candidates: list[str]) -> str | None:
+    """The valid option `name` was most likely meant to be."""
+    if RENAMED_OPTIONS.get(name) in candidates:
+        return RENAMED_OPTIONS[name]
+    found = difflib.get_close_matches(name, candidates, n=1, cutoff=0.75)
+    return found[0] if found else None
+
+
+def _arg_keyword(arg: cst.Arg) -> str:
+    assert arg.keyword is not None
+    return arg.keyword.value
+
+
+def _keywords(call: cst.Call) -> Iterator[cst.Arg]:
+    yield from (arg for arg in call.args if arg.keyword is not None)
+
+
+def _has_unpacked(call: cst.Call | None) -> bool:
+    return call is not None and any(arg.star == "**" for arg in call.args)
+
+
+def _kind_of(remote: RemoteDef | None) -> Kind | None:
+    """The kind Ray will see: known only when `ray.remote` gets the definition itself (another decorator
+    between them may turn a function into something else)."""
+    if remote is None:
+        return None
+    decorators = remote.target.decorators
+    if isinstance(remote.declared_at, cst.Decorator):
+        return remote.kind if decorators and decorators[-1] is remote.declared_at else None
+    return remote.kind if not decorators else None
+
+
+def _truthy(expr: cst.BaseExpression | None) -> bool:
+    value = literal_value(expr) if expr is not None else None
+    return value is not None and value.known and bool(value.value)
+
+
+class InvalidOrMisplacedOptions(Rule):
+    code = "RAY094"
+    name = "invalid-or-misplaced-options"
+    message = "An option Ray refuses for this remote function, actor or actor method: unknown, for the other kind, or an invalid literal value"
+    severity = Severity.ERROR
+    category = "api-misuse"
+    fixable = True
+    tokens = ("ray.remote(", "@remote(", " remote(", "=remote(", "(remote(", "\nremote(", ".options(", "ray.method(", "@method(")
+    also_tokens = ("ray",)
+    docs = """
+## What it does
+Checks the options given to `@ray.remote(...)` / `ray.remote(...)(f)`, to `.options(...)` of a
+remote function or actor class defined in the file, to `@ray.method(...)`, and to
+`handle.method.options(...)` on a handle of such an actor, against a copy of Ray 2.60's own option
+table (`ray/_common/ray_option_utils.py`, and `ray/actor.py` for actor methods). It reports:
+
+- an unknown option name (`num_cpu=2`, `max_retry=3`), with a "did you mean" suggestion;
+- a task option on an actor class (`max_retries`, `num_returns`, `retry_exceptions`, `max_calls`)
+  or an actor option on a function (`max_restarts`, `max_task_retries`, `max_concurrency`,
+  `lifetime`, `name`-less `get_if_exists`, `namespace`, `concurrency_groups`,
+  `max_pending_calls`, `allow_out_of_order_execution`, ...);
+- a literal value of the wrong type or range: `max_retries=-2`, `max_restarts=1.5`,
+  `num_returns=-1`, `lifetime="permanent"`, `retry_exceptions="ValueError"` or a list holding
+  strings or non-`Exception` classes, `enable_task_events=None`, `runtime_env="env.yaml"`,
+  `object_store_memory=` on a task, `_num_objects_per_yield=0`, and so on;
+- `max_calls` in a task's `.options(...)`, `concurrency_groups` in an actor's `.options(...)`,
+  `get_if_exists=True` with no `name` (in the decorator or the call), and a
+  `_num_objects_per_yield` in `.options(...)` that differs from the decorator's;
+- an actor `name=""` or `namespace=""`, and a `scheduling_strategy` string other than
+  `"DEFAULT"` or `"SPREAD"` (refused when the actor or task is submitted);
+- `object_store_memory=` on an actor: Ray accepts it with a DeprecationWarning, and it reserves
+  nothing;
+- `ray.remote()` with empty parentheses, `ray.remote(f, num_cpus=1)`, `@ray.remote(2)`, and
+  positional arguments to `.options(...)`;
+- `@ray.method(...)` with an unknown keyword or positional arguments, a negative `num_returns` or
+  a string other than `"streaming"`/`"dynamic"`, a `retry_exceptions` that is not a bool, list or
+  tuple, `_num_objects_per_yield` below 1, a non-string `tensor_transport`, or a
+  `concurrency_group` that the actor's decorator does not declare in `concurrency_groups`;
+- `handle.method.options(...)` with a keyword an actor method call does not take (such as
+  `num_cpus`), `_num_objects_per_yield`, or an undeclared `concurrency_group`.
+
+ray-lint is silent for:
+- options passed through `**kwargs` (only literal keywords are checked; a `**` also turns off the
+  checks that need the full set, such as `get_if_exists` without `name`);
+- values that are not literals, and the values of `label_selector` / `fallback_strategy`;
+- resource quantities and `resources=` dict contents: RAY046 (`resources-dict-cpu-gpu`) and
+  RAY047 (`bad-resource-quantity`) report those;
+- `num_returns="streaming"` / `"dynamic"` on a function that does not yield, and the legacy
+  `placement_group=` options: those belong to the generator and placement-group rules;
+- `tensor_transport` names, which depend on the transports registered at run time;
+- the kind of target when another decorator sits between `ray.remote` and the definition (only
+  names that no kind accepts are reported there), and `.options(...)` on objects not known to be
+  Ray remote functions or actors (a Serve deployment's `.options` takes other keywords);
+- code under `with pytest.raises(...)` or `self.assertRaises(...)`, which tests Ray's validation.
+
+The table mirrors Ray 2.60: an option added by a later Ray release is reported as unknown.
+
+## Why is this bad?
+Ray validates options when `ray.remote` or `@ray.method` is applied, at `.options(...)`, or when the
+task or actor is submitted, and raises `ValueError` ("Invalid option keyword max_retries for
+actors"), `TypeError` or `AssertionError`. Raised at decoration, the error fails the import of the
+module; raised at submission, it fails a job that may already have done work. Every reported case
+was checked to raise (or, for `object_store_memory` on an actor, to warn) on Ray 2.60. The
+`ray.remote()` and `@ray.method` keyword checks are `assert` statements in Ray, so they do not
+run under `python -O`, where the option is silently ignored instead. A `.options(concurrency_group=...)`
+naming an undeclared group crashes the actor's worker process ("Failed to look up the executor
+of the given concurrency group").
+
+## Example
+```python
+@ray.remote(num_gpus=1, max_retries=3, num_returns=2)
+class Trainer:
+    @ray.method(concurrency_group="io")
+    def load(self, path):
+        ...
+
+@ray.remote(max_restarts=2, lifetime="detached")
+def preprocess(batch):
+    ...
+```
+
+## Use instead
+```python
+@ray.remote(num_gpus=1, max_restarts=3, max_task_retries=3, concurrency_groups={"io": 2})
+class Trainer:
+    @ray.method(concurrency_group="io")
+    def load(self, path):
+        ...
+
+@ray.remote(max_retries=2)
+def preprocess(batch):
+    ...
+```
+
+## Fix safety
+Three fixes are offered. `ray.remote()` becomes `ray.remote`, and `ray.remote(f, num_cpus=1)`
+becomes `ray.remote(num_cpus=1)(f)`: both are safe, since the call could not run before and the
+options are the same. An unknown option whose name is close to a valid one is renamed to it
+(`num_cpu=2` to `num_cpus=2`); that fix is unsafe, because the suggestion is a guess at what was
+meant and changes how the task or actor is scheduled.
+
+## References
+- [ray.remote](https://docs.ray.io/en/latest/ray-core/api/doc/ray.remote.html)
+- [ray.method](https://docs.ray.io/en/latest/ray-core/api/doc/ray.method.html)
+- [Actor fault tolerance (max_restarts, max_task_retries)](https://docs.ray.io/en/latest/ray-core/fault_tolerance/actors.html)
+- [Task fault tolerance (max_retries, retry_exceptions)](https://docs.ray.io/en/latest/ray-core/fault_tolerance/tasks.html)
+- [Named actors (name, namespace, get_if_exists, lifetime)](https://docs.ray.io/en/latest/ray-core/actors/named-actors.html)
+- [Concurrency groups](https://docs.ray.io/en/latest/ray-core/actors/concurrency_group_api.html)
+"""
+
+    VALID = [
+        Valid(
+            "import ray\n@ray.remote(num_cpus=1, num_gpus=0, memory=10**9, resources={'pool': 1}, accelerator_type='A100',\n"
+            "            runtime_env={'pip': ['numpy']}, scheduling_strategy='SPREAD', name='prep', enable_task_events=False,\n"
+            "            label_selector={'zone': 'us'}, _labels={'team': 'ml'})\ndef f():\n    pass\n",
+            "common options on a task",
+        ),
+        Valid(
+            "import ray\n@ray.remote(max_calls=1, max_retries=-1, num_returns=2, retry_exceptions=[ValueError, KeyError],\n"
+            "            object_store_memory=None)\ndef f():\n    return 1, 2\n",
+            "task-only options on a task",
+        ),
+        Valid(
+            "import ray\n@ray.remote(num_returns='streaming', _generator_backpressure_num_objects=-1, _num_objects_per_yield=4)\n"
+            "def gen(n):\n    yield from range(n)\n\ng = gen.options(num_returns='streaming', _num_objects_per_yield=4).remote(3)\n",
+            "generator options",
+        ),
+        Valid(
+            "import ray\n@ray.remote(num_cpus=2, max_restarts=-1, max_task_retries=3, max_concurrency=8, lifetime='detached',\n"
+            "            name='svc', namespace='prod', get_if_exists=True, max_pending_calls=100,\n"
+            "            concurrency_groups={'io': 2}, allow_out_of_order_execution=False, enable_tensor_transport=None)\n"
+            "class Service:\n    @ray.method(concurrency_group='io')\n    def load(self):\n        pass\n",
+            "actor-only options on an actor, and a declared concurrency group",
+        ),
+        Valid(
+            "import ray\n@ray.remote(max_calls=1)\ndef f():\n    pass\n\n@ray.remote(name='a')\nclass A:\n    pass\n\n"
+            "r = f.options(max_retries=0, name='f1').remote()\nh = A.options(get_if_exists=True, lifetime='non_detached').remote()\n",
+            "valid `.options`; `get_if_exists` with the decorator's name",
+        ),
+        Valid(
+            "import ray\n@ray.remote\nclass A:\n    @ray.method(num_returns=2, max_task_retries=-1, retry_exceptions=True, enable_task_events=False)\n"
+            "    def pair(self):\n        return 1, 2\n\n    @ray.method()\n    def one(self):\n        return 1\n\n"
+            "a = A.remote()\nx, y = a.pair.options(num_returns=2, name='p').remote()\n",
+            "@ray.method options and actor-method options",
+        ),
+        Valid(
+            "import ray\n@ray.remote(concurrency_groups={'io': 2, 'compute': 4}, runtime_env={'env_vars': {'A': '1'}})\nclass A:\n"
+            "    async def m(self):\n        return 1\n\na = A.remote()\nr = a.m.options(concurrency_group='compute').remote()\n"
+            "d = a.m.options(concurrency_group='').remote()\n",
+            "declared groups, and the default group ''",
+        ),
+        Valid("import ray\n\ndef f():\n    pass\n\ng = ray.remote(f)\nh = ray.remote(num_cpus=1, max_retries=0)(f)\n", "ray.remote applied correctly"),
+        Valid("import ray\n@ray.remote(**OPTIONS)\nclass A:\n    pass\n\nh = A.options(**overrides).remote()\n", "options through **kwargs"),
+        Valid(
+            "import ray\nfrom ray import serve\n\n@serve.deployment\nclass Model:\n    pass\n\napp = Model.options(num_replicas=2, max_ongoing_requests=8).bind()\n",
+            "a Serve deployment's `.options` takes other keywords",
+        ),
+        Valid("@ray.remote(max_restarts=2)\ndef f():\n    pass\n", "no `import ray`: not Ray"),
+        Valid(
+            "import pytest\nimport ray\n\ndef test_rejects():\n    with pytest.raises(ValueError):\n        ray.remote(max_restarts=2)(f)\n",
+            "a test of Ray's own validation",
+        ),
+        Valid(
+            "import ray\n@ray.remote(max_restarts=2)\n@register\ndef f():\n    pass\n",
+            "another decorator may turn the function into something else: kind unknown",
+        ),
+        Valid("import ray\n@ray.remote(num_cpus=-1, resources={'CPU': 1})\ndef f():\n    pass\n", "quantities and CPU keys: RAY047 and RAY046"),
+    ]
+    INVALID = [
+        Invalid("import ray\n\n@ray.remote(max_retries=3)\nclass Trainer:\n    pass\n", 3, note="task-only option on an actor"),
+        Invalid("import ray\n@ray.remote(max_restarts=2)\ndef f():\n    pass\n", 2, note="actor-only option on a task"),
+        Invalid(
+            "import ray\n@ray.remote(num_cpu=2)\ndef f():\n    pass\n",
+            2,
+            fixed="import ray\n@ray.remote(num_cpus=2)\ndef f():\n    pass\n",
+            note="a typo",
+        ),
+        Invalid("import ray\n\ndef f():\n    pass\n\ng = ray.remote(max_retries=-2)(f)\n", 6, note="below -1"),
+        Invalid("import ray\n@ray.remote(lifetime='permanent')\nclass A:\n    pass\n", 2),
+        Invalid("import ray\n@ray.remote(retry_exceptions=['ValueError'])\ndef f():\n    pass\n", 2, note="strings, not exception classes"),
+        Invalid("import ray\n@ray.remote\ndef f():\n    pass\n\nr = f.options(max_calls=1).remote()\n", 6, note="max_calls in .options"),
+        Invalid("import ray\n@ray.remote\nclass A:\n    pass\n\nh = A.options(get_if_exists=True).remote()\n", 6, note="get_if_exists without a name"),
+        Invalid("import ray\n@ray.remote\nclass A:\n    pass\n\nh = A.options(num_returns=2).remote()\n", 6, note="task option in an actor's .options"),
+        Invalid(
+            "import ray\n\n@ray.remote()\ndef f():\n    pass\n",
+            3,
+            fixed="import ray\n\n@ray.remote\ndef f():\n    pass\n",
+            note="empty parentheses",
+        ),
+        Invalid(
+            "import ray\n\ndef f():\n    pass\n\ng = ray.remote(f, num_cpus=2)\n",
+            6,
+            fixed="import ray\n\ndef f():\n    pass\n\ng = ray.remote(num_cpus=2)(f)\n",
+            note="function and options together",
+        ),
+        Invalid(
+            "import ray\n\nclass A:\n    @ray.method(max_retries=2)\n    def m(self):\n        pass\n",
+            4,
+            fixed="import ray\n\nclass A:\n    @ray.method(max_task_retries=2)\n    def m(self):\n        pass\n",
+            note="@ray.method keyword",
+        ),
+        Invalid(
+            "import ray\n@ray.remote(concurrency_groups={'io': 2})\nclass A:\n    @ray.method(concurrency_group='compute')\n    def m(self):\n        pass\n",
+            4,
+            note="undeclared concurrency group",
+        ),
+        Invalid(
+            "import ray\n@ray.remote\nclass A:\n    def m(self):\n        pass\n\na = A.remote()\nr = a.m.options(num_cpus=2).remote()\n",
+            8,
+            note="an actor method call takes no resources",
+        ),
+        Invalid("import ray\n@ray.remote\nclass A:\n    pass\n\nh = A.options(name='').remote()\n", 6, note="empty actor name"),
+        Invalid("import ray\n@ray.remote(enable_task_events=None)\ndef f():\n    pass\n", 2, note="bool only"),
+        Invalid(
+            "import ray\n@ray.remote(max_reconstructions=3)\nclass A:\n    pass\n",
+            2,
+            fixed="import ray\n@ray.remote(max_restarts=3)\nclass A:\n    pass\n",
+            note="the pre-1.0 name",
+        ),
+    ]
+
+    def check(self, ctx: Context) -> None:
+        model = ctx.model
+        if not model.imports_module("ray"):
+            return
+        expected = expected_to_raise(model)
+        by_options = {id(r.options.node): r for r in model.remote_defs if r.options.node is not None}
+        for site in model.calls_to("ray.remote"):
+            if id(site.node) not in expected:
+                self._check_remote(ctx, site, by_options.get(id(site.node)))
+        for site in model.calls_by_tail.get("options", ()):
+            if id(site.node) not in expected and isinstance(site.node.func, cst.Attribute):
+                self._check_options(ctx, site, site.node.func.value)
+        decorated = {id(d.decorator): info for info in model.functions for d in info.node.decorators}
+        for qualified in RAY_METHOD:
+            for site in model.calls_to(qualified):
+                if id(site.node) not in expected and id(site.node) in decorated:
+                    self._check_method(ctx, site.node, decorated[id(site.node)])
+
+    # ------------------------------------------------------------------ ray.remote(...)
+
+    def _check_remote(self, ctx: Context, site: CallSite, remote: RemoteDef | None) -> None:
+        call = site.node
+        if any(arg.star == "*" for arg in call.args):
+            return
+        positional = [arg for arg in call.args if arg.keyword is None and not arg.star]
+        keywords = list(_keywords(call))
+        if not call.args:
+            fix = FixPlan("Remove the empty parentheses", ((call, ctx.code_for(call.func)),), Applicability.SAFE)
+            ctx.report(call, "`ray.remote()` with empty parentheses raises AssertionError: use `@ray.remote` without parentheses, or pass options", fix)
+            return
+        if positional and (keywords or len(positional) > 1 or literal_value(positional[0].value) is not None):
+            ctx.report(
+                call,
+                "`ray.remote` takes either the function or class alone (`ray.remote(f)`) or only keyword options "
+                "(`ray.remote(num_cpus=1)(f)`); anything else raises AssertionError",
+                self._split_fix(ctx, call, positional, keywords),
+            )
+            return
+        kind = _kind_of(remote)
+        for arg in keywords:
+            self._check_keyword(ctx, arg, kind, "remote", site)
+        if kind != "task" and not _has_unpacked(call):
+            self._check_get_if_exists(ctx, call, None)
+
+    def _split_fix(self, ctx: Context, call: cst.Call, positional: list[cst.Arg], keywords: list[cst.Arg]) -> FixPlan | None:
+        """`ray.remote(f, num_cpus=1)` -> `ray.remote(num_cpus=1)(f)`."""
+        if len(positional) != 1 or not keywords or _has_unpacked(call) or literal_value(positional[0].value) is not None:
+            return None
+        options = ", ".join(f"{_arg_keyword(arg)}={value_text(arg.value)}" for arg in keywords)
+        text = f"{ctx.code_for(call.func)}({options})({ctx.code_for(positional[0].value)})"
+        return FixPlan("Apply `ray.remote(...)` with the options to the function", ((call, text),), Applicability.SAFE)
+
+    # ------------------------------------------------------------------ .options(...)
+
+    def _check_options(self, ctx: Context, site: CallSite, receiver: cst.BaseExpression) -> None:
+        model = ctx.model
+        call = site.node
+        remote = model.remote_def_of(receiver, site.scope, site.index)
+        if remote is None:
+            if isinstance(receiver, cst.Attribute):
+                actor = model.actor_of_handle(receiver.value, site.scope, site.index)
+                if actor is not None and actor.kind == "actor":
+                    self._check_method_options(ctx, call, actor, receiver.attr.value)
+            return
+        if any(arg.keyword is None and not arg.star for arg in call.args):
+            ctx.report(call, "`.options(...)` takes keyword options only; a positional argument raises TypeError")
+            return
+        kind = _kind_of(remote)
+        for arg in _keywords(call):
+            name = _arg_keyword(arg)
+            if kind == "task" and name == "max_calls":
+                ctx.report(arg, "`max_calls` cannot be set in `.options(...)`: Ray raises `ValueError: Setting 'max_calls' is not supported in '.options()'`; set it in `@ray.remote(...)`")
+            elif kind == "actor" and name == "concurrency_groups":
+                ctx.report(arg, "`concurrency_groups` cannot be set in `.options(...)`: Ray raises `ValueError: Setting 'concurrency_groups' is not supported in '.options()'`; declare them in `@ray.remote(...)`")
+            elif kind == "task" and name == "_num_objects_per_yield":
+                self._check_yield_override(ctx, arg, remote)
+            else:
+                self._check_keyword(ctx, arg, kind, "options", site)
+        if kind == "actor" and not _has_unpacked(call) and not _has_unpacked(remote.options.node):
+            self._check_get_if_exists(ctx, call, remote)
+
+    def _check_yield_override(self, ctx: Context, arg: cst.Arg, remote: RemoteDef) -> None:
+        """Ray refuses a `_num_objects_per_yield` in `.options(...)` that differs from the decorator's (1 by default)."""
+        if _has_unpacked(remote.options.node):
+            return
+        given = literal_value(arg.value)
+        declared = remote.options.values.get("_num_objects_per_yield")
+        default = literal_value(declared) if declared is not None else LiteralValue(int, 1, True)
+        if given is None or not given.known or default is None or not default.known:
+            return
+        if given.value != (default.value or 1):
+            ctx.report(arg, "`_num_objects_per_yield` cannot be overridden per call: Ray raises ValueError at the `.options(...)` call; set it in `@ray.remote(...)`")
+
+    def _check_get_if_exists(self, ctx: Context, call: cst.Call, remote: RemoteDef | None) -> None:
+        arg = keyword_arg(call, "get_if_exists")
+        if arg is None or not _truthy(arg.value):
+            return
+        names = [keyword_arg(call, "name")]
+        if remote is not None:
+            names.append(keyword_arg(remote.options.node, "name") if remote.options.node is not None else None)
+        if any(name is not None and not _is_none(name.value) for name in names):
+            return
+        ctx.report(arg, "`get_if_exists=True` needs a `name`: Ray raises `ValueError: The actor name must be specified to use 'get_if_exists'`")
+
+    # ------------------------------------------------------------------ one keyword option
+
+    def _check_keyword(self, ctx: Context, arg: cst.Arg, kind: Kind | None, where: Where, site: CallSite) -> None:
+        name = _arg_keyword(arg)
+        kinds: list[Kind] = [kind] if kind is not None else ["task", "actor"]
+        specs = [OPTIONS[k][name] for k in kinds if name in OPTIONS[k]]
+        if not specs:
+            if kind is None or name not in ALL_OPTION_NAMES:
+                self._report_unknown(ctx, site.node, arg, kind, where)
+            else:
+                self._report_misplaced(ctx, arg, kind, where)
+            return
+        value = literal_value(arg.value)
+        if value is not None:
+            problems = [spec_problem(name, spec, value) for spec in specs]
+            if all(problems):
+                error = (problems[0] or "").replace("`", "'")
+                ctx.report(arg.value, f"`{name}={value_text(arg.value)}`: Ray 2.60 raises `{error}` {WHEN[where]}")
+                return
+            if name == "retry_exceptions" and "task" in kinds:
+                problem = _retry_exception_problem(ctx.model, arg.value, site)
+                if problem:
+                    ctx.report(arg.value, f"`retry_exceptions={value_text(arg.value)}`: {problem}; Ray raises `ValueError: retry_exceptions must be either a boolean or a list of exceptions` {WHEN[where]}")
+                return
+            self._check_submission(ctx, arg, kind, value)
+
+    def _check_submission(self, ctx: Context, arg: cst.Arg, kind: Kind | None, value: LiteralValue) -> None:
+        """Values the option table accepts but Ray refuses when the task or actor is submitted."""
+        name = _arg_keyword(arg)
+        if not value.known:
+            return
+        if name == "scheduling_strategy" and isinstance(value.value, str) and value.value not in STRATEGY_NAMES:
+            ctx.report(arg.value, f"`scheduling_strategy={value.value!r}` is not a strategy: Ray raises `ValueError: Invalid scheduling_strategy value` when the task or actor is submitted (use \"DEFAULT\", \"SPREAD\" or a strategy object)")
+        elif kind == "actor" and name in ("name", "namespace") and value.value == "":
+            ctx.report(arg.value, f"an empty actor `{name}`: Ray raises ValueError when the actor is created (pass None for no {name})")
+        elif kind == "actor" and name == "object_store_memory" and value.value is not None:
+            ctx.report(arg, "`object_store_memory` on an actor is deprecated (DeprecationWarning) and reserves no object store memory; remove it and rely on object spilling")
+
+    def _report_unknown(self, ctx: Context, call: cst.Call, arg: cst.Arg, kind: Kind | None, where: Where) -> None:
+        name = _arg_keyword(arg)
+        target = {"task": "remote functions", "actor": "actors", None: "remote functions or actors"}[kind]
+        guess = suggestion(name, ALL_OPTION_NAMES)
+        fix = None
+        hint = ""
+        if guess is not None:
+            valid_here = kind is None or guess in OPTIONS[kind]
+            hint = f"; did you mean `{guess}`?" if valid_here else f"; did you mean `{guess}` (an option of {'actors' if kind == 'task' else 'remote functions'} only)?"
+            if valid_here and kind is not None and not _has_keyword(call, guess):
+                fix = FixPlan(f"Rename `{name}` to `{guess}`", ((arg.keyword, guess),), Applicability.UNSAFE)
+        ctx.report(arg, f"`{name}` is not a Ray option: Ray 2.60 raises `ValueError: Invalid option keyword {name} for {target}` {WHEN[where]}{hint}", fix)
+
+    def _report_misplaced(self, ctx: Context, arg: cst.Arg, kind: Kind, where: Where) -> None:
+        name = _arg_keyword(arg)
+        target = "remote functions" if kind == "task" else "actors"
+        other = "actors" if kind == "task" else "remote functions (tasks)"
+        hint = MISPLACED_HINTS.get((kind, name), "")
+        ctx.report(
+            arg,
+            f"`{name}` is an option of {other} only: Ray 2.60 raises `ValueError: Invalid option keyword {name} for {target}` {WHEN[where]}"
+            + (f"; {hint}" if hint else ""),
+        )
+
+    # ------------------------------------------------------------------ @ray.method(...) and handle.method.options(...)
+
+    def _check_method(self, ctx: Context, call: cst.Call, method: FunctionInfo) -> None:
+        if any(arg.keyword is None for arg in call.args):
+            if not any(arg.star for arg in call.args):
+                ctx.report(call, "`@ray.method` takes keyword options only: a positional argument raises AssertionError when it is applied")
+            return
+        for arg in _keywords(call):
+            name = _arg_keyword(arg)
+            spec = METHOD_OPTIONS.get(name)
+            if spec is None:
+                guess = suggestion(name, sorted(METHOD_OPTIONS))
+                hint = f"; did you mean `{guess}`?" if guess else (f"; {MISPLACED_METHOD_HINTS[name]}" if name in MISPLACED_METHOD_HINTS else "")
+                fix = None
+                if guess is not None and not _has_keyword(call, guess):
+                    fix = FixPlan(f"Rename `{name}` to `{guess}`", ((arg.keyword, guess),), Applicability.UNSAFE)
+                ctx.report(arg, f"`{name}` is not an option of `@ray.method`: Ray raises `AssertionError: Unexpected keyword argument to @ray.method` when it is applied{hint}", fix)
+                continue
+            value = literal_value(arg.value)
+            if value is None or not value.known:
+                continue
+            at_decoration = spec_problem(name, spec, value)
+            at_call = _method_call_problem(name, value.value)
+            if at_decoration or at_call:
+                when = WHEN["method"] if at_decoration else WHEN["method-options"]
+                ctx.report(arg.value, f"`{name}={value_text(arg.value)}` in `@ray.method`: Ray 2.60 raises `{at_decoration or at_call}` {when}")
+            elif name == "concurrency_group" and isinstance(value.value, str):
+                declared = _declared_groups(ctx.model, method)
+                if declared is not None and _undeclared(value.value, declared):
+                    ctx.report(arg.value, _undeclared_group(value.value, declared, "Ray raises AssertionError when the actor is created"))
+
+    def _check_method_options(self, ctx: Context, call: cst.Call, actor: RemoteDef, method_name: str) -> None:
+        for arg in _keywords(call):
+            name = _arg_keyword(arg)
+            if name not in METHOD_CALL_OPTIONS:
+                guess = suggestion(name, sorted(METHOD_CALL_OPTIONS))
+                hint = f"; did you mean `{guess}`?" if guess else (f"; {MISPLACED_METHOD_HINTS[name]}" if name in MISPLACED_METHOD_HINTS else "")
+                ctx.report(arg, f"`{name}` is not an option of an actor method call: `.remote()` raises `TypeError: ActorMethod._remote() got an unexpected keyword argument '{name}'`{hint}")
+                continue
+            value = literal_value(arg.value)
+            if name == "_num_objects_per_yield":
+                ctx.report(arg, "`_num_objects_per_yield` cannot be overridden per actor method call: Ray raises ValueError at `.options(...)`; use `@ray.method(_num_objects_per_yield=...)`")
+                continue
+            if value is None or not value.known:
+                continue
+            problem = spec_problem(name, METHOD_OPTIONS["num_returns"], value) if name == "num_returns" else None
+            if problem:
+                ctx.report(arg.value, f"`num_returns={value_text(arg.value)}`: Ray 2.60 raises `{problem}` at the `.options(...)` call")
+            elif name == "concurrency_group" and isinstance(value.value, str):
+                declared = _declared_groups_of(actor)
+                if declared is not None and _undeclared(value.value, declared):
+                    consequence = f"calling `{method_name}` with it crashes the actor's worker (\"Failed to look up the executor of the given concurrency group\")"
+                    ctx.report(arg.value, _undeclared_group(value.value, declared, consequence))
+
+def _has_keyword(call: cst.Call, name: str) -> bool:
+    """Whether `call` already passes `name` (a rename to it would repeat a keyword)."""
+    return keyword_arg(call, name) is not None
+
+
+def _is_none(expr: cst.BaseExpression) -> bool:
+    return isinstance(expr, cst.Name) and expr.value == "None"
+
+
+def _method_call_problem(name: str, value: object) -> str | None:
+    """Values `@ray.method` accepts but Ray refuses when the method is called (`ActorMethod._remote`)."""
+    if name == "num_returns" and isinstance(value, str) and value not in ("streaming", "dynamic"):
+        return "TypeError: an integer is required"
+    if name == "retry_exceptions" and not isinstance(value, (bool, list, tuple, NONE)):
+        return "AssertionError: retry_exceptions can either be boolean or list/tuple of exception types"
+    return None
+
+
+def _retry_exception_problem(model: SemanticModel, expr: cst.BaseExpression, site: CallSite) -> str | None:
+    """Why a `retry_exceptions` list is not all `Exception` subclasses (Ray's `issubclass_safe(x, Exception)`):
+    a literal item, or a builtin class outside `Exception` such as `KeyboardInterrupt`."""
+    if not isinstance(expr, (cst.List, cst.Tuple)):
+        return None
+    for element in expr.elements:
+        if isinstance(element, cst.StarredElement):
+            return None
+        item = element.value
+        if literal_value(item) is not None or literal_string(item) is not None:
+            return f"`{value_text(item)}` is not an exception class"
+        if isinstance(item, cst.Name) and model.reaching_binding(item.value, site.scope, site.index) is None:
+            builtin = getattr(builtins, item.value, None)
+            if isinstance(builtin, type) and issubclass(builtin, BaseException) and not issubclass(builtin, Exception):
+                return f"`{item.value}` is not a subclass of `Exception`"
+    return None
+
+
+def _declared_groups(model: SemanticModel, method: FunctionInfo) -> set[str] | None:
+    """The concurrency groups declared for the actor class that `method` is defined in, if known."""
+    if method.owner is None:
+        return None
+    actor = next((r for r in model.remote_defs if r.target is method.owner.node and r.kind == "actor"), None)
+    return _declared_groups_of(actor) if actor is not None else None
+
+
+def _declared_groups_of(actor: RemoteDef) -> set[str] | None:
+    """The group names of a decorated actor's literal `concurrency_groups={...}` (empty when absent); None when
+    they cannot be known: options through `**`, a non-literal value, or an actor made by `ray.remote(...)(cls)`."""
+    if not isinstance(actor.declared_at, cst.Decorator) or actor.options.has_unpacked:
+        return None
+    value = actor.options.values.get("concurrency_groups")
+    if value is None or _is_none(value):
+        return set()
+    if not isinstance(value, cst.Dict):
+        return None
+    names: set[str] = set()
+    for element in value.elements:
+        key = literal_string(element.key) if isinstance(element, cst.DictElement) else None
+        if key is None:
+            return None
+        names.add(key)
+    return names
+
+
+def _undeclared(group: str, declared: set[str]) -> bool:
+    """Whether a concurrency group name is missing: "" is the default group, `_ray...` groups are Ray's own."""
+    return group not in declared and group != "" and not group.startswith("_ray")
+
+
+def _undeclared_group(name: str, declared: set[str], consequence: str) -> str:
+    groups = ", ".join(f"`{g}`" for g in sorted(declared)) or "none"
+    return f"concurrency group `{name}` is not declared in the actor's `concurrency_groups` (declared: {groups}): {consequence}"
