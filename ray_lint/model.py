@@ -842,9 +842,9 @@ class SemanticModel:
             return True
         if any(isinstance(s, cst.Try) and any(isinstance(t, _EXITS) for t in block_statements(s.body)) for s in body):
             return True
-        if waiting.statement is not None and _exits_after(loop.node.body, waiting.statement, inside_loop=False):
+        if waiting.statement is not None and exits_after(loop.node.body, waiting.statement, inside_loop=False):
             return True
-        if isinstance(loop.node, cst.While) and _is_true(loop.node.test) and not _has_exit(loop.node.body):
+        if isinstance(loop.node, cst.While) and is_true(loop.node.test) and not has_exit(loop.node.body):
             return True
         timers = [site.index for name in TIMERS for site in self.calls_to(name) if loop.contains_index(site.index)]
         if any(i < waiting.index for i in timers) and any(i > waiting.index for i in timers):
@@ -945,7 +945,7 @@ class SemanticModel:
         return self._positions
 
 
-def _exits_after(block: cst.CSTNode, target: cst.CSTNode, inside_loop: bool) -> bool:
+def exits_after(block: cst.CSTNode, target: cst.CSTNode, inside_loop: bool) -> bool:
     """Whether some block on the way from `block` down to the statement `target` leaves the loop right
     after the statement that holds it (a `break`, or a `return` or `raise`, that always follows)."""
     statements = block_statements(block)
@@ -959,14 +959,14 @@ def _exits_after(block: cst.CSTNode, target: cst.CSTNode, inside_loop: bool) -> 
             return False
         nested = inside_loop or isinstance(statement, (cst.For, cst.While))
         return any(
-            _exits_after(child, target, nested)
+            exits_after(child, target, nested)
             for child in child_nodes(statement)
             if isinstance(child, (cst.BaseSuite, cst.ExceptHandler, cst.Else, cst.Finally, cst.If))
         )
     return False
 
 
-def _has_exit(block: cst.CSTNode) -> bool:
+def has_exit(block: cst.CSTNode) -> bool:
     """A `break`, `return` or `raise` anywhere in the loop's own body (not in nested loops or functions)."""
     stack = list(block_statements(block))
     while stack:
@@ -982,7 +982,7 @@ def _has_exit(block: cst.CSTNode) -> bool:
     return False
 
 
-def _is_true(test: cst.BaseExpression) -> bool:
+def is_true(test: cst.BaseExpression) -> bool:
     return (isinstance(test, cst.Name) and test.value == "True") or literal_number(test) == 1
 
 

@@ -63,7 +63,7 @@ def _path(node: cst.CSTNode, parents: dict[int, cst.CSTNode]) -> list[cst.CSTNod
     return path
 
 
-def _exits_after(model: SemanticModel, scope: Scope, path: list[cst.CSTNode]) -> bool:
+def exits_after(model: SemanticModel, scope: Scope, path: list[cst.CSTNode]) -> bool:
     """Whether a block on `path` (innermost first) has a `return`, `raise`, `break`, `continue` or
     `sys.exit()` after the statement that leads to the call: the code after the block may not run."""
     on_path = {id(node) for node in path}
@@ -317,7 +317,7 @@ for the author.
             below_first = first_path[:common]
             if any(isinstance(node, (cst.Try, cst.TryStar)) for node in below_first):
                 continue
-            if _exits_after(model, first.scope, below_first):
+            if exits_after(model, first.scope, below_first):
                 continue
             return first
         return None

@@ -11,9 +11,9 @@ from ray_lint.model import (
     LoopResults,
     SemanticModel,
     Submission,
-    _exits_after,
-    _is_true,
     block_statements,
+    exits_after,
+    is_true,
     names_read,
 )
 from ray_lint.rule import REMOTE_MADE, Context, Invalid, Rule, Valid
@@ -224,9 +224,9 @@ fails.
             return False
         if any(isinstance(s, cst.Try) and any(isinstance(t, _EXITS) for t in block_statements(s.body)) for s in body):
             return False
-        if get.statement is not None and _exits_after(loop.node.body, get.statement, inside_loop=False):
+        if get.statement is not None and exits_after(loop.node.body, get.statement, inside_loop=False):
             return False
-        return _is_true(loop.node.test) or facts.exits_on_result or _reads_flag(loop.node.test)
+        return is_true(loop.node.test) or facts.exits_on_result or _reads_flag(loop.node.test)
 
     def _request_needs_result(self, model: SemanticModel, loop: Loop, facts: LoopResults, submission: Submission) -> bool:
         """Whether the request reads a value the previous iteration computed from a fetched result."""

@@ -14,10 +14,10 @@ from ray_lint.model import (
     RemoteDef,
     Scope,
     SemanticModel,
-    _has_exit,
-    _is_true,
     block_statements,
     dotted_name,
+    has_exit,
+    is_true,
     iter_subtree,
     scope_within,
 )
@@ -284,11 +284,11 @@ run.
         model = ctx.model
         node = loop.node
         assert isinstance(node, cst.While)
-        if _has_exit(node.body) or _calls_exit(model, loop):
+        if has_exit(node.body) or _calls_exit(model, loop):
             return
         name = method.node.name.value
         actor = cls.node.name.value
-        if _is_true(node.test):
+        if is_true(node.test):
             others = [m.node.name.value for m in cls.methods if m is not method and _is_entry_point(cls, m, this) and not _is_trivial(m)]
             if not others:
                 return

@@ -15,6 +15,7 @@ from ray_lint.model import (
     Loop,
     SemanticModel,
     block_statements,
+    is_true,
     literal_number,
     names_read,
 )
@@ -271,7 +272,12 @@ class TooFineGrainedTasks(Rule):
             "min-iterations",
             100,
             "Report a loop whose literal iteration count (`range(k)`, a literal list, nested loops multiplied) "
-            "is at least this; loops of unknown size are always candidates.",
+            "is at least this. A `while True` loop always counts.",
+        ),
+        Option(
+            "unknown-size-loops",
+            False,
+            "Also report loops whose count the code does not show (`for x in items`): many are small.",
         ),
         Option("max-statements", 4, "The most simple statements a task body may have and still count as tiny."),
     )
@@ -279,7 +285,8 @@ class TooFineGrainedTasks(Rule):
 ## What it does
 Finds a `.remote(...)` call of a remote function defined in the same file, made inside a loop or
 comprehension that runs many times (a literal count of at least `min-iterations`, 100 by
-default, or a count the code does not show), when the function's body is provably tiny: at most
+default, or a `while True` loop; with `unknown-size-loops`, also a loop whose count the code
+does not show), when the function's body is provably tiny: at most
 `max-statements` simple statements (4 by default) of scalar arithmetic, comparisons,
 assignments, `if`s and cheap builtins (`int`, `len`, `abs`, `round`, `min(a, b)`, `math.sqrt`,
 ...), or calls to a plain helper of the same file that is itself tiny.
@@ -334,6 +341,8 @@ on the workload.
 ## Options
 - `min-iterations` (100): the smallest literal loop count reported.
 - `max-statements` (4): the largest body that counts as tiny.
+- `unknown-size-loops` (false): also report loops over iterables of unknown size. Off by default:
+  `for x in items: f.remote(x)` is as often ten items as ten thousand.
 
 ## References
 - [Anti-pattern: Over-parallelizing with too fine-grained tasks harms speedup](https://docs.ray.io/en/latest/ray-core/patterns/too-fine-grained-tasks.html)
@@ -413,14 +422,14 @@ on the workload.
             6,
         ),
         Invalid(
-            "import ray\n@ray.remote\ndef double(number):\n    return number * 2\n\nnumbers = list(range(10000))\n"
-            "doubled = []\nfor i in numbers:\n    doubled.append(double.remote(i))\n",
+            "import ray\n@ray.remote\ndef double(number):\n    return number * 2\n\n"
+            "doubled = []\ni = 0\nwhile True:\n    doubled.append(double.remote(i))\n    i += 1\n",
             9,
-            note="the iterable's size is not in the code",
+            note="a `while True` loop",
         ),
         Invalid(
             "import ray\nimport math\n@ray.remote\ndef dist(x, y):\n    d = math.sqrt(x * x + y * y)\n"
-            "    return d if d > 0 else 0.0\n\nrefs = [dist.remote(x, y) for x, y in pairs]\n",
+            "    return d if d > 0 else 0.0\n\nrefs = [dist.remote(x, y) for x in range(200) for y in range(3)]\n",
             8,
         ),
         Invalid(
@@ -432,10 +441,10 @@ on the workload.
         ),
         Invalid(
             "import ray\nfrom ray import remote\n@remote\ndef is_even(n):\n    \"\"\"Whether n is even.\"\"\"\n"
-            "    if n % 2 == 0:\n        return True\n    return False\n\ni = 0\npending = []\nwhile i < limit:\n"
+            "    if n % 2 == 0:\n        return True\n    return False\n\ni = 0\npending = []\nwhile 1:\n"
             "    pending.append(is_even.options(num_cpus=0.5).remote(i))\n    i += 1\n",
             13,
-            note="a while loop, `.options(...)`",
+            note="a `while 1` loop, `.options(...)`",
         ),
         Invalid(
             "import ray\n\ndef inc(x):\n    return x + 1\n\nremote_inc = ray.remote(inc)\n"
@@ -479,10 +488,14 @@ on the workload.
         if iterations is not None and iterations < self.settings["min-iterations"]:
             return -1
         loop: Loop | None = site.loop
+        unbounded = False
         while loop is not None:
             if exits_in_first_iteration(loop) or sleeps_in(model, loop):
                 return -1
+            unbounded = unbounded or (isinstance(loop.node, cst.While) and is_true(loop.node.test))
             loop = loop.parent
+        if iterations is None and not unbounded and not self.settings["unknown-size-loops"]:
+            return -1
         return iterations
 
     def _report(self, ctx: Context, site: CallSite, info: FunctionInfo, iterations: int | None) -> None:
@@ -492,7 +505,7 @@ on the workload.
         if iterations is not None:
             loop = f"a loop of {iterations:,} iterations"
         elif isinstance(site.loop.node if site.loop else None, cst.While):
-            loop = "a `while` loop"
+            loop = "a `while True` loop"
         else:
             loop = "a loop over an iterable of unknown size"
         overhead = "" if iterations is None else f" (about {math.ceil(iterations * 0.7 / 1000 * 10) / 10:g} s of overhead here)"

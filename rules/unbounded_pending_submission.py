@@ -11,8 +11,8 @@ from ray_lint.model import (
     Loop,
     SemanticModel,
     Submission,
-    _has_exit,
-    _is_true,
+    has_exit,
+    is_true,
     iter_subtree,
     names_read,
 )
@@ -230,7 +230,7 @@ def _endless_loop(model: SemanticModel, site: CallSite) -> Loop | None:
     loop = site.loop
     while loop is not None and loop.scope.function is site.scope.function:
         node = loop.node
-        if isinstance(node, cst.While) and _is_true(node.test) and _never_leaves(model, loop):
+        if isinstance(node, cst.While) and is_true(node.test) and _never_leaves(model, loop):
             return loop
         if isinstance(node, cst.For) and _is_endless(model, node.iter, loop) and _never_leaves(model, loop):
             return loop
@@ -240,7 +240,7 @@ def _endless_loop(model: SemanticModel, site: CallSite) -> Loop | None:
 
 def _never_leaves(model: SemanticModel, loop: Loop) -> bool:
     assert isinstance(loop.node, (cst.For, cst.While))
-    if _has_exit(loop.node.body):
+    if has_exit(loop.node.body):
         return False
     exits = (site for name in EXIT_CALLS for site in model.calls_to(name))
     return not any(loop.contains_index(site.index) for site in exits)

@@ -52,14 +52,18 @@ def heartbeat() -> float:
 
 
 def convert_catalogue(prices: list[float]) -> list[float]:
-    refs = [to_eur.remote(p) for p in prices]  # expect: RAY020
+    refs = [to_eur.remote(p) for p in prices]  # unknown size: reported only with `unknown-size-loops`
     return ray.get(refs)
+
+
+def price_grid() -> list[float]:
+    return ray.get([to_eur.remote(cents / 100) for cents in range(20_000)])  # expect: RAY020
 
 
 def margins(prices: list[float], costs: list[float]) -> list[float]:
     refs = []
     for price, cost in zip(prices, costs):
-        refs.append(log_margin.remote(price, cost))  # expect: RAY020
+        refs.append(log_margin.remote(price, cost))  # unknown size: reported only with `unknown-size-loops`
     return ray.get(refs)
 
 

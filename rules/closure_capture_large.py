@@ -1,0 +1,419 @@
+"""RAY031 closure-capture-large: a remote function or actor class reads a large object from an enclosing scope,
+so cloudpickle copies the object into the definition that Ray exports."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import libcst as cst
+
+from ray_lint.diagnostics import Severity
+from ray_lint.model import Binding, RemoteDef, Scope, SemanticModel, child_nodes
+from ray_lint.rule import REMOTE_MADE, Context, Invalid, Rule, Valid
+from ray_lint.sizes import LARGE_MARKER, LARGE_OBJECT_OPTION, Size, threshold_bytes
+
+# Text a file needs for `size_of` to fold a large object in it: the allocators `ray_lint.sizes` knows
+# (numpy, torch, `bytes`, `bytearray`; called under another name they are missed), the repetitions
+# `b"x" * n` / `[0] * n`, and the marker comment.
+ALLOCATION_TOKENS = (
+    "zeros", "ones(", "ones_like(", "empty(", "empty_like(", "full(", "rand(", "randn(", "randint(", "random(",
+    "random_sample(", "uniform(", "normal(", "bytes(", "bytearray(",
+    "'*", "' *", '"*', '" *', "]*", "] *", "*[", "* [", "*'", "* '", '*"', '* "', LARGE_MARKER,
+)
+# Ray's limits on a pickled remote function or actor class (`ray/_private/ray_constants.py`).
+RAY_WARN_BYTES = 10**7
+RAY_ERROR_BYTES = 10**8
+# Statements whose names are not reads of a value.
+_NOT_READS = (cst.Import, cst.ImportFrom, cst.Global, cst.Nonlocal)
+
+
+@dataclass(frozen=True)
+class Capture:
+    """A name a remote body reads from an enclosing scope: its first read, and every binding of the name
+    in the scope it resolves to (the value pickled is whichever of them holds when Ray exports the body)."""
+
+    name: str
+    use: cst.Name
+    bindings: tuple[Binding, ...]
+
+
+def pickled_by_value(model: SemanticModel, remote: RemoteDef) -> bool:
+    """Whether cloudpickle copies the remote's code, with the globals and closure cells it reads, instead of
+    naming it for the worker to import. A `@ray.remote` decorator leaves a `RemoteFunction` or `ActorClass`
+    under the definition's name, so cloudpickle cannot find the plain function there and pickles it by value;
+    so does a definition inside a function (`<locals>` in its qualified name). `g = ray.remote(f)` of a
+    module-level `f` leaves `f` importable: cloudpickle pickles it by reference, and the worker imports the
+    module (in a `__main__` script it would be by value, which this file cannot tell)."""
+    if isinstance(remote.declared_at, cst.Decorator):
+        return True
+    defined_in = _definition_scope(model, remote)
+    if defined_in is None:
+        return False
+    scope: Scope | None = defined_in
+    while scope is not None:
+        if scope.kind in ("function", "lambda"):
+            return True
+        scope = scope.parent
+    for binding in defined_in.bindings.get(remote.name, ()):  # `f = ray.remote(f)`: the name now holds the remote
+        value = binding.value
+        if binding.kind == "assign" and (value is remote.declared_at or (isinstance(value, cst.Call) and value.func is remote.declared_at)):
+            return True
+    return False
+
+
+def captured_by_remotes(model: SemanticModel) -> Iterator[tuple[RemoteDef, list[Capture]]]:
+    """Each remote function and actor class that cloudpickle pickles by value, with its captures."""
+    scopes = {id(scope.node): scope for scope in model.scopes}
+    for remote in model.remote_defs:
+        if pickled_by_value(model, remote):
+            yield remote, captures(model, remote, scopes)
+
+
+def captures(model: SemanticModel, remote: RemoteDef, scopes: dict[int, Scope]) -> list[Capture]:
+    """The free variables of a remote function or of every method of an actor class (nested functions,
+    lambdas and comprehensions included): names read there that no scope of the body binds, with the
+    bindings they resolve to. Builtins and names bound nowhere (star imports) are left out.
+    `scopes`: the model's scopes by the id of their node."""
+    found: dict[str, Capture] = {}
+    for function in model.remote_functions(remote):
+        for use, scope in _name_reads(function.node.body, function.scope, scopes):
+            if use.value in found or not _is_free(use.value, scope, function.scope):
+                continue
+            resolved = model.reaching_binding(use.value, scope, 0)  # at 0: no binding of an enclosing scope "comes first"
+            if resolved is None:
+                continue
+            bindings = tuple(resolved.scope.bindings.get(use.value, ()))
+            found[use.value] = Capture(use.value, use, bindings)
+    return list(found.values())
+
+
+def definition_index(node: cst.FunctionDef | cst.ClassDef, scope: Scope) -> int:
+    """The event at which `def`/`class` binds its name: default values are evaluated just before it."""
+    return next((b.index for b in scope.bindings.get(node.name.value, ()) if b.node is node), 1 << 62)
+
+
+def _definition_scope(model: SemanticModel, remote: RemoteDef) -> Scope | None:
+    if remote.cls is not None:
+        return remote.cls.scope.parent
+    info = model.function_info(remote.target)  # type: ignore[arg-type]
+    return info.parent_scope if info is not None else None
+
+
+def _name_reads(root: cst.CSTNode, scope: Scope, scopes: dict[int, Scope]) -> Iterator[tuple[cst.Name, Scope]]:
+    """Every `Name` under `root` with the scope it is read in (attribute and keyword names are not `Name`
+    children here; import, `global` and `nonlocal` statements are skipped)."""
+    stack: list[tuple[cst.CSTNode, Scope]] = [(root, scope)]
+    while stack:
+        node, current = stack.pop()
+        if isinstance(node, _NOT_READS):
+            continue
+        if isinstance(node, cst.Name):
+            yield node, current
+            continue
+        inner = scopes.get(id(node), current)
+        stack.extend((child, inner) for child in reversed(list(child_nodes(node))))
+
+
+def _is_free(name: str, scope: Scope, body: Scope) -> bool:
+    """Whether `name`, read in `scope` (inside the remote's `body` scope), is bound by none of the scopes
+    from there up to `body`. A name the body declares `global` is written by it (a lazily filled cache),
+    so it does not count. Class scopes are seen only from their own body, as in Python."""
+    current: Scope | None = scope
+    while current is not None:
+        if name in current.globals:
+            return False
+        if (current is scope or current.kind != "class") and current.bindings.get(name):
+            return False
+        if current is body:
+            return True
+        current = current.parent
+    return False
+
+
+def remote_kind(remote: RemoteDef) -> str:
+    return "actor class" if remote.kind == "actor" else "remote function"
+
+
+class ClosureCaptureLarge(Rule):
+    code = "RAY031"
+    name = "closure-capture-large"
+    message = "A remote function or actor class reads a large object from an enclosing scope, so Ray pickles the object into its definition"
+    severity = Severity.WARNING
+    category = "perf"
+    tokens = REMOTE_MADE
+    also_tokens = ALLOCATION_TOKENS
+    options = (LARGE_OBJECT_OPTION,)
+    docs = """
+## What it does
+Finds a remote function or actor class whose body reads a name from the module or from an
+enclosing function (a *free variable*) that is bound to an object that is certainly large: an
+allocation with a literal shape (`np.zeros((5000, 5000))`, `torch.randn(4096, 4096)`,
+`bytes(200 * 10**6)`, `[0.0] * 10**7`, ...) of at least `large-object-mb` megabytes (10 by
+default), or a value whose line says `# ray-lint: large`. Reads in nested functions, lambdas and
+comprehensions of the body count, and so do every method of an actor class. It also reports a
+large default value of a remote function's (or an actor method's) parameter, and a large class
+attribute of an actor class: both are pickled with the definition in the same way.
+
+## Why is this bad?
+Ray pickles a remote function or actor class with cloudpickle when it is first used and exports
+it through the GCS to every worker that runs it. cloudpickle stores the *values* of the globals
+and closure variables the code reads, so a captured 200 MB array travels inside the definition,
+outside the object store, once per job and worker, and the export itself is slow. Ray checks the
+pickled size (`check_oversized_function` in `ray/_private/utils.py`): above 10**7 bytes it pushes
+the warning "The remote function f is very large (N MiB). Check that its definition is not
+implicitly capturing a large array or other object in scope", and from 10**8 bytes
+(`FUNCTION_SIZE_ERROR_THRESHOLD`) it raises `ValueError: ... is too large`, so the first `.remote()`
+call fails. The default threshold of 10 MB is Ray's warning threshold; the message of a capture of
+100 MB or more says that Ray will refuse it. Measured on a 2-core machine with Ray 2.60: a task
+capturing a 20 MB array took 0.398 s (with Ray's "very large (19 MiB)" warning), against 0.022 s
+with `ray.put` once and the ref passed as an argument (18×).
+
+ray-lint is silent for:
+- objects whose size is not in the code (a file or model load, a function's result, a parameter
+  of the enclosing function, a factory such as `make_table = lambda: np.zeros(...)`, which is
+  what Ray's docs recommend), or below the threshold: a linter that guesses sizes cries wolf;
+- imported names and modules (`np`, `config.TABLE`: a module is pickled by reference and the
+  worker imports it), functions and classes;
+- names the body binds itself (parameters, locals), and names it declares `global` (a cache
+  filled lazily in the worker);
+- a name bound more than once in its scope unless every binding is large (the value at export
+  time is not certain);
+- `g = ray.remote(f)` of a module-level `f` kept under its own name: cloudpickle pickles `f` by
+  reference when its module is importable, so nothing is captured (in a script run as `__main__`
+  it would be, which the file does not tell).
+
+## Example
+```python
+weights = np.zeros((5000, 5000))  # 200 MB
+
+
+@ray.remote
+def score(batch):
+    return batch @ weights
+```
+
+## Use instead
+Put the object in the object store once and pass the ref; Ray resolves it to the value (a
+zero-copy read for numpy arrays):
+```python
+weights_ref = ray.put(np.zeros((5000, 5000)))
+
+
+@ray.remote
+def score(batch, weights):
+    return batch @ weights
+
+
+refs = [score.remote(batch, weights_ref) for batch in batches]
+```
+or create the object in the worker, from a factory the task calls:
+```python
+make_weights = lambda: np.zeros((5000, 5000))
+
+
+@ray.remote
+def score(batch):
+    return batch @ make_weights()
+```
+
+## Fix safety
+There is no automatic fix: passing the object as an argument changes the function's signature
+and every call site, possibly in other files.
+
+## Options
+- `large-object-mb`: the size, in megabytes, from which an object counts as large.
+
+## References
+- [Anti-pattern: Closure capturing large objects harms performance](https://docs.ray.io/en/latest/ray-core/patterns/closure-capture-large-objects.html)
+- [Objects: closure capture of objects](https://docs.ray.io/en/latest/ray-core/objects.html#closure-capture-of-objects)
+- [Tips for first-time users](https://docs.ray.io/en/latest/ray-core/tips-for-first-time.html)
+"""
+
+    VALID = [
+        Valid(
+            "import numpy as np\nimport ray\n\nlarge_object_ref = ray.put(np.zeros(10 * 1024 * 1024))\n\n@ray.remote\n"
+            "def f(large_object):\n    return len(large_object)\n\nray.get(f.remote(large_object_ref))\n",
+            "Ray's good pattern 1: ray.put and an argument",
+        ),
+        Valid(
+            "import numpy as np\nimport ray\n\nlarge_object_creator = lambda: np.zeros(10 * 1024 * 1024)\n\n@ray.remote\n"
+            "def f():\n    large_object = large_object_creator()\n    return len(large_object)\n",
+            "Ray's good pattern 2: a factory is captured, the array is made in the worker",
+        ),
+        Valid(
+            "import numpy as np\nimport ray\n\nOFFSETS = np.zeros(1000)\n\n@ray.remote\ndef shift(x):\n    return x + OFFSETS\n",
+            "8 KB: a small constant",
+        ),
+        Valid(
+            "import numpy as np\nimport ray\n\ntable = np.load('table.npy')\n\n@ray.remote\ndef lookup(i):\n    return table[i]\n",
+            "size not in the code",
+        ),
+        Valid(
+            "import numpy as np\nimport ray\n\ndata = np.zeros((5000, 5000))\n\n@ray.remote\ndef total(data):\n    return data.sum()\n\n"
+            "ray.get(total.remote(ray.put(data)))\n",
+            "the parameter shadows the global",
+        ),
+        Valid(
+            "import numpy as np\nimport ray\n\n_cache = None\n\n@ray.remote\ndef lookup(i):\n    global _cache\n"
+            "    if _cache is None:\n        _cache = np.zeros((5000, 5000))\n    return _cache[i]\n",
+            "a cache the worker fills itself",
+        ),
+        Valid(
+            "import numpy as np\nimport ray\n\ndata = np.zeros((5000, 5000))\ndata = summarize(data)\n\n@ray.remote\n"
+            "def total():\n    return data.sum()\n",
+            "rebound to a value of unknown size",
+        ),
+        Valid(
+            "import numpy as np\nimport ray\nimport tables\n\n@ray.remote\ndef lookup(i):\n    return tables.EMBEDDINGS[i] + np.ones(3)\n",
+            "a module attribute and a module: pickled by reference",
+        ),
+        Valid(
+            "import numpy as np\nimport ray\n\nweights = np.zeros((5000, 5000))\n\ndef score(batch):\n    return batch @ weights\n\n"
+            "remote_score = ray.remote(score)\n",
+            "a module-level function kept under its own name is pickled by reference",
+        ),
+        Valid(
+            "import numpy as np\nimport ray\n\nweights = np.zeros((5000, 5000))\n\ndef report():\n    return weights.mean()\n\n"
+            "@ray.remote\ndef work(x):\n    return x\n",
+            "read by a plain function, not by the remote one",
+        ),
+        Valid(
+            "import numpy as np\n\nweights = np.zeros((5000, 5000))\n\n@ray.remote\ndef score(batch):\n    return batch @ weights\n",
+            "no `import ray`: not Ray's remote",
+        ),
+        Valid(
+            "import numpy as np\nimport ray\n\n@ray.remote\ndef make(n):\n    buffer = np.zeros((5000, 5000))\n"
+            "    return [buffer[i].sum() for i in range(n)]\n",
+            "allocated in the worker",
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            "import numpy as np\nimport ray\n\nlarge_object = np.zeros(10 * 1024 * 1024)\n\n@ray.remote\ndef f():\n"
+            "    return len(large_object)\n\nray.get(f.remote())\n",
+            8,
+            note="Ray's docs example: 80 MB",
+        ),
+        Invalid(
+            "import numpy as np\nimport ray\n\ndef main():\n    weights = np.random.rand(4000, 4000)\n\n    @ray.remote(num_cpus=1)\n"
+            "    def score(batch):\n        return batch @ weights\n\n    return ray.get([score.remote(b) for b in range(8)])\n",
+            9,
+            note="a local of the enclosing function",
+        ),
+        Invalid(
+            "import torch\nimport ray\n\nEMBEDDINGS = torch.zeros(50_000, 512)\n\n@ray.remote\nclass Encoder:\n"
+            "    def __init__(self):\n        self.scale = 2\n\n    def encode(self, ids):\n        return EMBEDDINGS[ids] * self.scale\n",
+            12,
+            note="an actor method",
+        ),
+        Invalid(
+            "import ray\n\nPAYLOAD = bytes(200 * 10**6)\n\n@ray.remote\ndef send(i):\n    return PAYLOAD[i]\n",
+            7,
+            note="200 MB: Ray raises ValueError",
+        ),
+        Invalid(
+            "import ray\n\nvocab = load_vocabulary()  # ray-lint: large\n\n@ray.remote\ndef tokenize(text):\n"
+            "    return [vocab[w] for w in text.split()]\n",
+            7,
+            note="marked large; read in a comprehension",
+        ),
+        Invalid(
+            "import numpy as np\nimport ray\n\ngrid = np.ones((4096, 4096), dtype=np.float32)\n\ndef step(i):\n"
+            "    return grid[i].sum()\n\nstep = ray.remote(step)\n",
+            7,
+            note="`f = ray.remote(f)` leaves no plain function to pickle by reference",
+        ),
+        Invalid(
+            "import numpy as np\nimport ray\n\ndef run(n):\n    table = np.zeros((2000, 2000))\n\n    def lookup(i):\n"
+            "        return table[i]\n\n    remote_lookup = ray.remote(lookup)\n    return [remote_lookup.remote(i) for i in range(n)]\n",
+            8,
+            note="applied to a nested function",
+        ),
+        Invalid(
+            "import numpy as np\nimport ray\n\n@ray.remote\nclass Cache:\n    table = np.zeros((5000, 5000))\n\n"
+            "    def get(self, i):\n        return self.table[i]\n",
+            6,
+            note="a large class attribute of an actor class",
+        ),
+        Invalid(
+            "import numpy as np\nimport ray\n\nBIAS = np.zeros((3000, 3000))\n\n@ray.remote\ndef add(x, bias=BIAS):\n    return x + bias\n",
+            7,
+            note="a large default value",
+        ),
+    ]
+
+    def check(self, ctx: Context) -> None:
+        model = ctx.model
+        threshold = threshold_bytes(self.settings)
+        for remote, captured in captured_by_remotes(model):
+            for capture in captured:
+                size = self._captured_size(model, capture, threshold)
+                if size is not None:
+                    origin = capture.bindings[0].node
+                    ctx.report(
+                        capture.use,
+                        f"The {remote_kind(remote)} `{remote.name}` reads `{capture.name}`, {size.describe()} "
+                        f"(bound on {ctx.line_of(origin)}): cloudpickle copies it into the definition Ray exports"
+                        f"{_consequence(size, remote)}; `ray.put` it once and pass the ref as an argument, or build it "
+                        "in the worker",
+                        facts={"bytes": size.bytes, "name": capture.name},
+                    )
+            for node, what, size in self._pickled_values(model, remote, threshold):
+                ctx.report(
+                    node,
+                    f"{what}the {remote_kind(remote)} `{remote.name}` is {size.describe()}: it is pickled into the "
+                    f"definition Ray exports{_consequence(size, remote)}; `ray.put` it once and pass the ref as an argument",
+                    facts={"bytes": size.bytes},
+                )
+
+    def _captured_size(self, model: SemanticModel, capture: Capture, threshold: int) -> Size | None:
+        """The smallest size the captured name may hold, when every binding of it is certainly large."""
+        sizes: list[Size] = []
+        for binding in capture.bindings:
+            if binding.kind != "assign":
+                return None
+            # Folding the name itself just after its binding also honours `# ray-lint: large` on that line.
+            size = model.size_of(capture.use, binding.scope, binding.index + 1)
+            if size is None or not size.at_least(threshold):
+                return None
+            sizes.append(size)
+        if not sizes:
+            return None
+        return min(sizes, key=lambda size: size.bytes if size.bytes is not None else threshold)
+
+    def _pickled_values(
+        self, model: SemanticModel, remote: RemoteDef, threshold: int
+    ) -> Iterator[tuple[cst.CSTNode, str, Size]]:
+        """Large parameter defaults of the remote's functions, and large class attributes of an actor class:
+        values stored in the definition itself."""
+        for function in model.remote_functions(remote):
+            at = definition_index(function.node, function.parent_scope)
+            params = function.node.params
+            for param in (*params.posonly_params, *params.params, *params.kwonly_params):
+                if param.default is None:
+                    continue
+                size = model.size_of(param.default, function.parent_scope, at)
+                if size is not None and size.at_least(threshold):
+                    method = f"method `{function.node.name.value}` of " if remote.cls is not None else ""
+                    yield param.default, f"The default value of parameter `{param.name.value}` of {method}", size
+        if remote.cls is None:
+            return
+        for name, bindings in remote.cls.scope.bindings.items():
+            values = [b for b in bindings if b.kind == "assign"]
+            if not values or len(values) != len(bindings):
+                continue
+            sizes = [model.size_of(b.node, b.scope, b.index + 1) for b in values if isinstance(b.node, cst.Name)]
+            large = [size for size in sizes if size is not None and size.at_least(threshold)]
+            if len(large) == len(values):
+                yield values[0].node, f"The class attribute `{name}` of ", large[0]
+
+
+def _consequence(size: Size, remote: RemoteDef) -> str:
+    """What Ray does with a definition of this size (the size of the capture is a lower bound of it)."""
+    what = "actor" if remote.kind == "actor" else "remote function"
+    if size.bytes is not None and size.bytes >= RAY_ERROR_BYTES:
+        return f", and by default Ray refuses to export a pickled {what} of 10**8 bytes or more (`ValueError: ... is too large`)"
+    if size.bytes is not None and size.bytes >= RAY_WARN_BYTES:
+        return f", and Ray warns that the {what} is very large (above 10**7 bytes)"
+    return ""

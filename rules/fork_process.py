@@ -1,0 +1,372 @@
+"""RAY064 fork-process: a process forked from a Ray worker, or from a driver connected to Ray."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from ray_lint.diagnostics import Applicability, Severity
+from ray_lint.model import CallSite, SemanticModel, literal_string
+from ray_lint.rule import REMOTE_MADE, Context, FixPlan, Invalid, Rule, Valid
+
+from .bad_resource_quantity import keyword_arg
+
+MP_MODULES = ("multiprocessing", "torch.multiprocessing")
+# Calls that always fork, whatever the start method.
+ALWAYS_FORK = frozenset({"os.fork", "os.forkpty"})
+# Factories that start their processes with the default start method (fork on Linux before Python 3.14).
+DEFAULT_CONTEXT = frozenset(
+    {
+        *(f"{module}.{name}" for module in MP_MODULES for name in ("Pool", "Process", "Manager")),
+        "multiprocessing.pool.Pool",
+        "multiprocessing.managers.SyncManager",
+    }
+)
+EXECUTORS = frozenset({"concurrent.futures.ProcessPoolExecutor", "concurrent.futures.process.ProcessPoolExecutor"})
+CONTEXT_METHODS = frozenset({"Pool", "Process", "Manager"})  # what a `get_context(...)` object makes
+GET_CONTEXT = frozenset(f"{module}.get_context" for module in MP_MODULES)
+SET_START_METHOD = frozenset(f"{module}.set_start_method" for module in MP_MODULES)
+
+
+class ForkProcess(Rule):
+    code = "RAY064"
+    name = "fork-process"
+    message = "A process is forked from a Ray worker or a connected driver; the child shares Ray's sockets"
+    severity = Severity.ERROR
+    category = "correctness"
+    fixable = True
+    tokens = ("fork", "Pool", "Process", "Manager")
+    also_tokens = (*REMOTE_MADE, "init(")
+    docs = """
+## What it does
+Finds a new process forked from code that is connected to Ray:
+- inside a remote function or an actor method (a Ray worker is always connected);
+- in driver code after `ray.init()` in the same function (or at module level), with no
+  `ray.shutdown()` in between.
+
+The calls it knows are `os.fork()` and `os.forkpty()`, and `multiprocessing.Pool`, `Process`,
+`Manager` (also `torch.multiprocessing`'s) and `concurrent.futures.ProcessPoolExecutor` when they
+use the fork start method: the default on Linux, or a `get_context("fork")` context.
+
+## Why is this bad?
+Ray's "Anti-pattern: Forking new processes in application code" explains that the objects, tasks
+and actors of a process manage sockets to the raylet and the GCS. A forked child copies the
+parent's memory, sockets included, and may use them without any synchronization with the parent,
+which can corrupt messages and cause unexpected behaviour or hangs. The fault is not deterministic,
+so it tends to surface as rare, unexplained failures. A Ray worker also runs several threads, and
+forking a multi-threaded process can deadlock the child on a lock held by another thread (Python
+3.12 warns about it with a `DeprecationWarning`).
+
+ray-lint is silent when:
+- the module calls `multiprocessing.set_start_method(...)` with anything but `"fork"` (for the
+  default-context calls; `os.fork()` and an explicit `"fork"` context are still reported);
+- a spawn or forkserver context is used: `get_context("spawn").Pool(...)`,
+  `ProcessPoolExecutor(mp_context=...)`, `Pool(context=...)` with anything but a fork context;
+- the driver forks before `ray.init()` (no sockets yet), or after `ray.shutdown()`;
+- `ray.util.multiprocessing.Pool` is used: it runs on Ray actors, it does not fork;
+- the pool is made of threads (`multiprocessing.dummy`, `ThreadPool`) or the child is a new
+  program (`subprocess`: fork followed by exec);
+- `torch.utils.data.DataLoader(num_workers=...)` forks too, but is common and usually harmless:
+  not reported.
+
+It does not follow calls: a pool made in a helper function that a task calls, or in a function
+nested in the task, is not reported. A `set_start_method` call anywhere in the module silences the
+default-context calls, even one under `if __name__ == "__main__":`, which Ray workers never run.
+It cannot see a `set_start_method` made in another module, or know the interpreter: from
+Python 3.14 the default start method on Linux is forkserver, and only `os.fork()` and explicit
+fork contexts fork. On macOS and Windows the default is spawn.
+
+## Example
+```python
+@ray.remote
+def featurize(paths):
+    with multiprocessing.Pool(4) as pool:
+        return pool.map(load_and_parse, paths)
+```
+
+## Use instead
+A spawn context:
+```python
+@ray.remote(num_cpus=4)
+def featurize(paths):
+    with multiprocessing.get_context("spawn").Pool(4) as pool:
+        return pool.map(load_and_parse, paths)
+```
+or let Ray parallelize: `ray.get([load_and_parse_task.remote(p) for p in paths])`, or
+`ray.util.multiprocessing.Pool`.
+
+## Fix safety
+The fix is unsafe. It replaces `mp.Pool(...)`, `mp.Process(...)` or `mp.Manager()` with
+`mp.get_context("spawn").Pool(...)` (and so on), and adds
+`mp_context=mp.get_context("spawn")` to a `ProcessPoolExecutor(...)` when the module imports
+`multiprocessing`. A spawned child is a fresh interpreter: it does not inherit the parent's
+globals and starts more slowly, and what it runs (a `Process` target, a pool's `initializer`, and
+their arguments) must be picklable by reference, from a module the child can import; under fork
+these were inherited without pickling. A function defined in the driver script (which Ray ships to
+workers by value) or inside another function cannot be pickled that way: checked on Ray 2.60, a
+spawn pool in a task runs `math.sqrt` but fails on a function of the driver script with
+`PicklingError: Can't pickle <function square>: attribute lookup square on __main__ failed` (so
+does a fork pool's `map`, which pickles its function too). Such code must move to an importable
+module. It is not offered for `os.fork()`, for names imported from `multiprocessing`
+(`from multiprocessing import Pool`), or for an explicit fork context.
+
+## References
+- [Anti-pattern: Forking new processes in application code](https://docs.ray.io/en/latest/ray-core/patterns/fork-new-processes.html)
+- [Lifetimes of a user-spawned process](https://docs.ray.io/en/latest/ray-core/user-spawn-processes.html)
+- [Python: contexts and start methods](https://docs.python.org/3/library/multiprocessing.html#contexts-and-start-methods)
+- [Distributed multiprocessing.Pool](https://docs.ray.io/en/latest/ray-more-libs/multiprocessing.html)
+"""
+
+    VALID = [
+        Valid(
+            "import multiprocessing\nimport ray\n\nmultiprocessing.set_start_method('spawn', force=True)\n\n"
+            "@ray.remote\ndef work(xs):\n    with multiprocessing.Pool(4) as pool:\n        return pool.map(abs, xs)\n",
+            "the module sets the spawn start method",
+        ),
+        Valid(
+            "import multiprocessing\nimport ray\n\n@ray.remote\ndef work(xs):\n"
+            "    with multiprocessing.get_context('spawn').Pool(4) as pool:\n        return pool.map(abs, xs)\n",
+            "a spawn context",
+        ),
+        Valid(
+            "import multiprocessing as mp\nfrom concurrent.futures import ProcessPoolExecutor\nimport ray\n\n@ray.remote\nclass Worker:\n"
+            "    def run(self, xs):\n        ctx = mp.get_context('forkserver')\n"
+            "        with ProcessPoolExecutor(4, mp_context=ctx) as pool:\n            return list(pool.map(abs, xs))\n",
+            "ProcessPoolExecutor with a forkserver context",
+        ),
+        Valid(
+            "import ray\nfrom ray.util.multiprocessing import Pool\n\nray.init()\npool = Pool()\nprint(pool.map(abs, range(10)))\n",
+            "Ray's own Pool runs on actors",
+        ),
+        Valid(
+            "import multiprocessing\nimport ray\n\ndef main():\n    with multiprocessing.Pool(4) as pool:\n"
+            "        data = pool.map(load, paths)\n    ray.init()\n    ray.get([train.remote(d) for d in data])\n",
+            "the driver forks before ray.init",
+        ),
+        Valid(
+            "import multiprocessing\nimport ray\n\ndef preprocess(paths):\n    with multiprocessing.Pool(4) as pool:\n"
+            "        return pool.map(load, paths)\n\n@ray.remote\ndef train(x):\n    return x\n",
+            "a plain function: not known to run connected to Ray",
+        ),
+        Valid(
+            "import ray\nfrom multiprocessing.pool import ThreadPool\nfrom multiprocessing.dummy import Pool\n\n@ray.remote\ndef work(xs):\n"
+            "    with ThreadPool(4) as threads, Pool(4) as more:\n        return threads.map(abs, xs) + more.map(abs, xs)\n",
+            "thread pools do not fork",
+        ),
+        Valid(
+            "import subprocess\nimport ray\n\n@ray.remote\ndef convert(path):\n    subprocess.run(['ffmpeg', '-i', path, 'out.mp4'], check=True)\n",
+            "a new program: fork then exec",
+        ),
+        Valid(
+            "import multiprocessing\nimport ray\n\nray.init()\nray.get(warmup.remote())\nray.shutdown()\n"
+            "with multiprocessing.Pool(4) as pool:\n    pool.map(abs, range(4))\n",
+            "after ray.shutdown",
+        ),
+        Valid(
+            "import os\n\n@ray.remote\ndef work():\n    os.fork()\n",
+            "no `import ray`: `ray` is not Ray here",
+        ),
+        Valid(
+            "import ray\n\nclass Pool:\n    def __init__(self, n):\n        self.n = n\n\n@ray.remote\ndef work():\n    return Pool(4).n\n",
+            "a local class named Pool",
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            "import multiprocessing\nimport ray\n\n@ray.remote\ndef work(xs):\n    with multiprocessing.Pool(4) as pool:\n"
+            "        return pool.map(abs, xs)\n",
+            6,
+            fixed="import multiprocessing\nimport ray\n\n@ray.remote\ndef work(xs):\n"
+            "    with multiprocessing.get_context(\"spawn\").Pool(4) as pool:\n        return pool.map(abs, xs)\n",
+        ),
+        Invalid(
+            "import os\nimport ray\n\n@ray.remote\nclass Server:\n    def start(self):\n        pid = os.fork()\n"
+            "        if pid == 0:\n            serve()\n        return pid\n",
+            7,
+            note="os.fork in an actor method: no fix",
+        ),
+        Invalid(
+            "import multiprocessing\nfrom concurrent.futures import ProcessPoolExecutor\nimport ray\n\n@ray.remote\ndef work(xs):\n"
+            "    with ProcessPoolExecutor(max_workers=4) as pool:\n        return list(pool.map(abs, xs))\n",
+            7,
+            fixed="import multiprocessing\nfrom concurrent.futures import ProcessPoolExecutor\nimport ray\n\n@ray.remote\ndef work(xs):\n"
+            "    with ProcessPoolExecutor(max_workers=4, mp_context=multiprocessing.get_context(\"spawn\")) as pool:\n"
+            "        return list(pool.map(abs, xs))\n",
+        ),
+        Invalid(
+            "import concurrent.futures\nimport ray\n\n@ray.remote\ndef work(xs):\n"
+            "    with concurrent.futures.ProcessPoolExecutor() as pool:\n        return list(pool.map(abs, xs))\n",
+            6,
+            note="no `multiprocessing` import to build the context from: no fix",
+        ),
+        Invalid(
+            "from multiprocessing import Pool\nimport ray\n\ndef main():\n    ray.init()\n    data = ray.get([load.remote(p) for p in paths])\n"
+            "    with Pool(4) as pool:\n        pool.map(save, data)\n",
+            7,
+            note="the driver forks after ray.init; an imported name: no fix",
+        ),
+        Invalid(
+            "import multiprocessing as mp\nimport ray\n\n@ray.remote\nclass Sim:\n    def run(self):\n"
+            "        p = mp.Process(target=loop, args=(1,))\n        p.start()\n",
+            7,
+            fixed="import multiprocessing as mp\nimport ray\n\n@ray.remote\nclass Sim:\n    def run(self):\n"
+            "        p = mp.get_context(\"spawn\").Process(target=loop, args=(1,))\n        p.start()\n",
+        ),
+        Invalid(
+            "import multiprocessing\nimport ray\n\nmultiprocessing.set_start_method('spawn')\n\n@ray.remote\ndef work(xs):\n"
+            "    ctx = multiprocessing.get_context('fork')\n    with ctx.Pool(2) as pool:\n        return pool.map(abs, xs)\n",
+            9,
+            note="an explicit fork context, whatever the default",
+        ),
+        Invalid(
+            "import torch.multiprocessing as tmp\nimport ray\n\n@ray.remote(num_gpus=1)\ndef train():\n"
+            "    workers = [tmp.Process(target=run, args=(i,)) for i in range(2)]\n",
+            6,
+            fixed="import torch.multiprocessing as tmp\nimport ray\n\n@ray.remote(num_gpus=1)\ndef train():\n"
+            "    workers = [tmp.get_context(\"spawn\").Process(target=run, args=(i,)) for i in range(2)]\n",
+        ),
+    ]
+
+    def check(self, ctx: Context) -> None:
+        model = ctx.model
+        if not model.imports_module("ray"):
+            return
+        start_method_set = self._start_method_set(model)
+        for site in model.calls:
+            how = self._forks(model, site, start_method_set)
+            if how is None:
+                continue
+            where = self._connected(model, site)
+            if where is None:
+                continue
+            advice = 'a spawn context (`multiprocessing.get_context("spawn")`) or Ray tasks'
+            if model.call_name(site) in ALWAYS_FORK:
+                advice = "`subprocess` to start a new program, or Ray tasks"
+            ctx.report(
+                site.node,
+                f"`{ctx.snippet(site.node.func)}(...)` {how} {where}: the child shares Ray's sockets to the raylet and GCS "
+                f"without synchronization, which can corrupt messages or hang; use {advice}",
+                self._fix(ctx, site),
+            )
+
+    def _start_method_set(self, model: SemanticModel) -> bool:
+        """Whether the module sets a start method other than fork (a non-literal one counts: it may)."""
+        for name in SET_START_METHOD:
+            for site in model.calls_to(name):
+                method = site.node.args[0].value if site.node.args else None
+                if literal_string(method) != "fork":
+                    return True
+        return False
+
+    def _forks(self, model: SemanticModel, site: CallSite, start_method_set: bool) -> str | None:
+        """How the call forks ("forks", "forks its workers", ...), or None when it does not, or may not."""
+        name = model.call_name(site)
+        if name in ALWAYS_FORK:
+            return "forks this process"
+        call = site.node
+        if name in DEFAULT_CONTEXT:
+            context = keyword_arg(call, "context") or keyword_arg(call, "ctx")
+            if context is not None:
+                return "starts its processes by fork" if self._fork_context(model, context.value, site) else None
+            return None if start_method_set else "starts its processes by fork (the default start method on Linux before Python 3.14)"
+        if name in EXECUTORS:
+            context = keyword_arg(call, "mp_context")
+            if context is None and len([a for a in call.args if a.keyword is None]) >= 2:
+                return None  # `ProcessPoolExecutor(4, ctx)`: a context given by position
+            if context is not None:
+                return "starts its workers by fork" if self._fork_context(model, context.value, site) else None
+            return None if start_method_set else "starts its workers by fork (the default start method on Linux before Python 3.14)"
+        func = call.func
+        if isinstance(func, cst.Attribute) and func.attr.value in CONTEXT_METHODS:
+            method = self._context_method(model, func.value, site)
+            if method == "fork" or (method == "default" and not start_method_set):
+                return "starts its processes by fork"
+        return None
+
+    def _fork_context(self, model: SemanticModel, expr: cst.BaseExpression, site: CallSite) -> bool:
+        return self._context_method(model, expr, site) == "fork"
+
+    def _context_method(self, model: SemanticModel, expr: cst.BaseExpression, site: CallSite) -> str | None:
+        """The start method of a `get_context(...)` value: "fork", "default" (no argument), another
+        literal, or None when `expr` is not known to be a context or its method is not literal."""
+        if isinstance(expr, cst.Name):
+            binding = model.reaching_binding(expr.value, site.scope, site.index)
+            if binding is None or binding.kind != "assign" or binding.value is None:
+                return None
+            if len(binding.scope.bindings.get(expr.value, ())) != 1:
+                return None
+            expr = binding.value
+            scope, at = binding.scope, binding.index
+        else:
+            scope, at = site.scope, site.index
+        if not isinstance(expr, cst.Call) or model.qualified_name(expr.func, scope, at) not in GET_CONTEXT:
+            return None
+        argument = keyword_arg(expr, "method") or next((a for a in expr.args if a.keyword is None), None)
+        if argument is None:
+            return "default"
+        if isinstance(argument.value, cst.Name) and argument.value.value == "None":
+            return "default"
+        return literal_string(argument.value)
+
+    def _connected(self, model: SemanticModel, site: CallSite) -> str | None:
+        """Where the call runs connected to Ray: "in a Ray task", "in an actor method", "after `ray.init()`"."""
+        found = model.remote_of_scope(site.scope)
+        if found is not None:
+            remote, _ = found
+            return "in an actor method" if remote.kind == "actor" else "in a Ray task"
+        scope = site.scope
+        while scope.kind == "comprehension" and scope.parent is not None:
+            scope = scope.parent
+        inits = [s.index for s in model.calls_to("ray.init") if _runs_in(s, scope) and s.index < site.index]
+        if not inits:
+            return None
+        last_init = max(inits)
+        if any(_runs_in(s, scope) and last_init < s.index < site.index for s in model.calls_to("ray.shutdown")):
+            return None
+        return "in a driver connected to Ray (after `ray.init()`)"
+
+    def _fix(self, ctx: Context, site: CallSite) -> FixPlan | None:
+        model = ctx.model
+        call = site.node
+        name = model.call_name(site)
+        func = call.func
+        if name in DEFAULT_CONTEXT and isinstance(func, cst.Attribute) and func.attr.value in CONTEXT_METHODS:
+            module = model.qualified_name(func.value, site.scope, site.index)
+            if module in MP_MODULES and keyword_arg(call, "context") is None:
+                prefix = ctx.code_for(func.value)
+                return _plan(func, f'{prefix}.get_context("spawn").{func.attr.value}')
+        if name in EXECUTORS and not any(a.star for a in call.args):
+            module_name = _module_name(model, site, "multiprocessing")
+            if module_name is None:
+                return None
+            context = cst.parse_expression(f'{module_name}.get_context("spawn")')
+            new_arg = cst.Arg(value=context, keyword=cst.Name("mp_context"), equal=cst.AssignEqual(
+                whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")))
+            args = list(call.args)
+            if args and isinstance(args[-1].comma, cst.Comma):
+                new_arg = new_arg.with_changes(comma=args[-1].comma)
+                args[-1] = args[-1].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+            return _plan(call, ctx.code_for(call.with_changes(args=[*args, new_arg])))
+        return None
+
+
+def _plan(node: cst.CSTNode, text: str) -> FixPlan:
+    return FixPlan("Use a spawn context", ((node, text),), Applicability.UNSAFE)
+
+
+def _runs_in(site: CallSite, scope: object) -> bool:
+    """Whether the call runs in `scope` itself (comprehensions count as their enclosing scope)."""
+    inner = site.scope
+    while inner.kind == "comprehension" and inner.parent is not None:
+        inner = inner.parent
+    return inner is scope
+
+
+def _module_name(model: SemanticModel, site: CallSite, module: str) -> str | None:
+    """A name under which `module` itself is imported and visible at the call (`multiprocessing`, `mp`)."""
+    for scope in model.scopes:
+        for name, bindings in scope.bindings.items():
+            if any(b.kind == "import" and b.imported == module for b in bindings):
+                binding = model.reaching_binding(name, site.scope, site.index)
+                if binding is not None and binding.kind == "import" and binding.imported == module:
+                    return name
+    return None

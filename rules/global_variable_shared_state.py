@@ -1,0 +1,577 @@
+"""RAY060 global-variable-shared-state: module globals used to pass state between the driver and Ray workers,
+which each hold their own copy."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import libcst as cst
+
+from ray_lint.diagnostics import Severity
+from ray_lint.model import (
+    CallSite,
+    FunctionInfo,
+    Loop,
+    RemoteDef,
+    Scope,
+    SemanticModel,
+    Submission,
+    child_nodes,
+    dotted_name,
+    names_read,
+    root_name,
+    scope_within,
+)
+from ray_lint.rule import REMOTE_MADE, Context, Invalid, Rule, Valid
+
+# Methods that change a list, dict, set or deque in place (not `setdefault`: that is how a cache is filled).
+CONTAINER_MUTATORS = frozenset(
+    {
+        "append", "appendleft", "extend", "extendleft", "insert", "update", "pop", "popleft", "popitem",
+        "remove", "discard", "clear", "add", "sort", "reverse",
+    }
+)
+CONTAINER_FACTORIES = frozenset({"dict", "list", "set", "defaultdict", "OrderedDict", "Counter", "deque"})
+CONTAINER_LITERALS = (cst.List, cst.Dict, cst.Set, cst.ListComp, cst.DictComp, cst.SetComp)
+VARIABLE_KINDS = frozenset({"assign", "augassign", "loop-target"})
+# Statements whose names are not reads of a value.
+_NOT_READS = (cst.Import, cst.ImportFrom, cst.Global, cst.Nonlocal)
+_DEFINITIONS = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
+_CONDITIONS = (cst.If, cst.While, cst.IfExp, cst.Assert)
+_FAR = 1 << 62
+
+
+@dataclass(eq=False)
+class _Body:
+    """What one function that runs in a worker (a task, or one actor method) does with module globals."""
+
+    remote: RemoteDef
+    function: FunctionInfo
+    reads: set[str] = field(default_factory=set)
+    helper_reads: set[str] = field(default_factory=set)  # through module-level functions it uses
+    writes: list[tuple[str, cst.CSTNode]] = field(default_factory=list)  # the global and the statement
+    tested: set[str] = field(default_factory=set)  # globals read in a condition: a lazily filled cache
+
+
+@dataclass(frozen=True, eq=False)
+class _Submitted:
+    site: CallSite
+    submission: Submission
+
+
+@dataclass(frozen=True, eq=False)
+class _Change:
+    """A change the driver makes to a module global: a rebinding, a store into it, or a mutating call."""
+
+    name: str
+    node: cst.CSTNode
+    index: int
+    loop: Loop | None
+
+
+class _Globals:
+    """The module's globals as the remote bodies and the driver code around them use them."""
+
+    def __init__(self, model: SemanticModel) -> None:
+        self.model = model
+        self.scopes = {id(scope.node): scope for scope in model.scopes}
+        self.binding_nodes = {id(b.node) for scope in model.scopes for bs in scope.bindings.values() for b in bs}
+        self.helper_cache: dict[int, set[str]] = {}
+        self.bodies = [
+            self._body(remote, function) for remote in model.remote_defs for function in model.remote_functions(remote)
+        ]
+        self.remote_scopes = {
+            id(scope) for scope in model.scopes if any(scope_within(scope, body.function.scope) for body in self.bodies)
+        }
+        self.submitted: dict[int, list[_Submitted]] = {}  # by driver scope
+        for site in model.calls_by_tail.get("remote", ()):
+            submission = model.submission(site.node)
+            driver = _owner(site.scope)
+            if submission is None or submission.remote is None or id(driver) in self.remote_scopes:
+                continue
+            self.submitted.setdefault(id(driver), []).append(_Submitted(site, submission))
+        self.driver_scopes = {id(scope): scope for scope in model.scopes if id(scope) in self.submitted}
+
+    # --- what a name is
+
+    def is_global(self, name: str, scope: Scope) -> bool:
+        """Whether `name`, used in `scope`, is a module-level variable (not a module, function or class)."""
+        binding = self.model.reaching_binding(name, scope, _FAR)
+        if binding is None or binding.scope is not self.model.module_scope:
+            return False
+        bindings = self.model.module_scope.bindings.get(name, ())
+        return all(b.kind in VARIABLE_KINDS for b in bindings)
+
+    def is_container(self, name: str) -> bool:
+        """Whether the global is bound to a list, dict, set or deque (not an object that may share state itself,
+        such as a Ray queue or a manager proxy)."""
+        return any(_is_container_value(b.value) for b in self.model.module_scope.bindings.get(name, ()))
+
+    # --- remote bodies
+
+    def _body(self, remote: RemoteDef, function: FunctionInfo) -> _Body:
+        body = _Body(remote, function)
+        model = self.model
+        nodes: set[int] = set()
+        for node, scope in _uses(function.node.body, function.scope, self.scopes, into_functions=True):
+            nodes.add(id(node))
+            if isinstance(node, _CONDITIONS):
+                body.tested |= names_read(node.test)
+            elif isinstance(node, cst.BooleanOperation) and isinstance(node.operator, cst.Or):
+                body.tested |= names_read(node.left)  # `_model = _model or load()`
+            elif isinstance(node, cst.Name) and id(node) not in self.binding_nodes:
+                if self.is_global(node.value, scope):
+                    body.reads.add(node.value)
+                elif (helper := self._helper(node.value, scope)) is not None:
+                    body.helper_reads |= self._helper_reads(helper, frozenset())
+        inner = [scope for scope in model.scopes if scope_within(scope, function.scope)]
+        inner_ids = {id(scope) for scope in inner}
+        declared: set[str] = set().union(*(scope.globals for scope in inner))
+        for name in declared:
+            for binding in model.module_scope.bindings.get(name, ()):
+                if id(binding.node) in nodes and binding.kind in ("assign", "augassign"):
+                    body.writes.append((name, binding.statement or binding.node))
+        for store in model.stores:
+            stored = root_name(store.target)
+            if id(store.scope) in inner_ids and stored and self.is_global(stored, store.scope) and self.is_container(stored):
+                body.writes.append((stored, store.statement))
+        for site in model.calls:
+            mutated = _mutated_container(site)
+            if id(site.scope) in inner_ids and mutated and self.is_global(mutated, site.scope) and self.is_container(mutated):
+                body.writes.append((mutated, site.statement or site.node))
+        return body
+
+    def _helper(self, name: str, scope: Scope) -> FunctionInfo | None:
+        """The plain module-level function `name` stands for: cloudpickle ships it with the remote code."""
+        binding = self.model.reaching_binding(name, scope, _FAR)
+        if binding is None or binding.scope is not self.model.module_scope or binding.kind != "def":
+            return None
+        if any(remote.target is binding.node for remote in self.model.remote_defs):
+            return None
+        return self.model.function_info(binding.node)  # type: ignore[arg-type]
+
+    def _helper_reads(self, function: FunctionInfo, seen: frozenset[int]) -> set[str]:
+        """The globals a module-level function reads, itself or through the module-level functions it uses."""
+        known = self.helper_cache.get(id(function))
+        if known is not None:
+            return known
+        reads: set[str] = set()
+        for node, scope in _uses(function.node.body, function.scope, self.scopes, into_functions=True):
+            if not isinstance(node, cst.Name) or id(node) in self.binding_nodes:
+                continue
+            if self.is_global(node.value, scope):
+                reads.add(node.value)
+            elif (helper := self._helper(node.value, scope)) is not None and id(helper) not in seen and len(seen) < 8:
+                reads |= self._helper_reads(helper, seen | {id(function)})
+        self.helper_cache[id(function)] = reads
+        return reads
+
+    # --- driver code
+
+    def changes(self, driver: Scope) -> list[_Change]:
+        """The driver's changes to module globals in `driver`'s own code (comprehensions included), in order."""
+        model = self.model
+        found: list[_Change] = []
+        own = {id(node) for node, _ in _uses(driver.node, driver, self.scopes, into_functions=False)}
+        for name, bindings in model.module_scope.bindings.items():
+            for binding in bindings:
+                if binding.kind in VARIABLE_KINDS and id(binding.node) in own:
+                    found.append(_Change(name, binding.node, binding.index, binding.loop))
+        for store in model.stores:
+            stored = root_name(store.target)
+            if stored and _owner(store.scope) is driver and self.is_global(stored, store.scope) and self.is_container(stored):
+                found.append(_Change(stored, store.statement, store.index, self._loop_at(driver, store.index)))
+        for site in model.calls:
+            mutated = _mutated_container(site)
+            if mutated and _owner(site.scope) is driver and self.is_global(mutated, site.scope) and self.is_container(mutated):
+                found.append(_Change(mutated, site.statement or site.node, site.index, site.loop))
+        return sorted(found, key=lambda change: change.index)
+
+    def reads_after(self, driver: Scope, name: str, line: int) -> cst.Name | None:
+        """The first read of global `name` in `driver`'s own code below `line` (not a store into it or a
+        mutating call on it)."""
+        written = {id(node) for node in self._written_names(driver)}
+        for node, scope in _uses(driver.node, driver, self.scopes, into_functions=False):
+            if (
+                isinstance(node, cst.Name)
+                and node.value == name
+                and id(node) not in self.binding_nodes
+                and id(node) not in written
+                and self.is_global(name, scope)
+                and self.model.position(node).start.line > line
+            ):
+                return node
+        return None
+
+    def _written_names(self, driver: Scope) -> Iterator[cst.Name]:
+        for store in self.model.stores:
+            if _owner(store.scope) is driver:
+                target: cst.BaseExpression = store.target
+                while isinstance(target, (cst.Attribute, cst.Subscript)):
+                    target = target.value
+                if isinstance(target, cst.Name):
+                    yield target
+        for site in self.model.calls:
+            func = site.node.func
+            if _owner(site.scope) is driver and _mutated_container(site) and isinstance(func, cst.Attribute):
+                yield func.value  # type: ignore[misc]
+
+    def restarts(self, driver: Scope) -> list[int]:
+        """Where `driver` calls `ray.init` or `ray.shutdown`: a new job exports the remote definitions again."""
+        return [
+            site.index
+            for name in ("ray.init", "ray.shutdown")
+            for site in self.model.calls_to(name)
+            if _owner(site.scope) is driver
+        ]
+
+    def _loop_at(self, driver: Scope, index: int) -> Loop | None:
+        loops = [loop for loop in self.model.loops if loop.contains_index(index) and _owner(loop.scope) is driver]
+        return max(loops, key=lambda loop: loop.start, default=None)
+
+
+def _owner(scope: Scope) -> Scope:
+    """The function, class or module whose code runs a comprehension's scope."""
+    while scope.kind == "comprehension" and scope.parent is not None:
+        scope = scope.parent
+    return scope
+
+
+def _uses(
+    root: cst.CSTNode, scope: Scope, scopes: dict[int, Scope], *, into_functions: bool
+) -> Iterator[tuple[cst.CSTNode, Scope]]:
+    """Every node under `root` with the scope it runs in; import, `global` and `nonlocal` statements are
+    skipped, and so are nested definitions unless `into_functions`."""
+    stack: list[tuple[cst.CSTNode, Scope]] = [(root, scope)]
+    while stack:
+        node, current = stack.pop()
+        if isinstance(node, _NOT_READS):
+            continue
+        if node is not root and not into_functions and isinstance(node, _DEFINITIONS):
+            continue
+        yield node, current
+        inner = current if node is root else scopes.get(id(node), current)
+        stack.extend((child, inner) for child in child_nodes(node))
+
+
+def _mutated_container(site: CallSite) -> str | None:
+    """`x` for `x.append(...)`, `x.update(...)` and the like."""
+    func = site.node.func
+    if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.attr.value in CONTAINER_MUTATORS:
+        return func.value.value
+    return None
+
+
+def _is_container_value(value: cst.BaseExpression | None) -> bool:
+    if isinstance(value, CONTAINER_LITERALS):
+        return True
+    if isinstance(value, cst.Call):
+        name = dotted_name(value.func)
+        return name is not None and name.rsplit(".", 1)[-1] in CONTAINER_FACTORIES
+    return False
+
+
+def _reads_global(body: _Body | None, name: str) -> bool:
+    return body is not None and (name in body.reads or name in body.helper_reads)
+
+
+class GlobalVariableSharedState(Rule):
+    code = "RAY060"
+    name = "global-variable-shared-state"
+    message = "A module global is used to share state between the driver and Ray tasks or actors"
+    severity = Severity.ERROR
+    category = "correctness"
+    tokens = REMOTE_MADE
+    docs = """
+## What it does
+Finds module-level variables used as if the driver, tasks and actors shared them:
+
+- the driver changes a global (rebinds it, stores into it, or calls `append`/`update`/... on a
+  list or dict) that a remote function or actor method reads, *after* it has submitted that
+  function or created that actor, and submits calls that read it afterwards (or does both in
+  one loop);
+- a remote function or actor method writes a global (`global x; x += 1`, `results.append(...)`,
+  `table[k] = v`) that the driver reads after submitting it, or that another remote function or
+  another actor reads.
+
+## Why is this bad?
+The driver, every task worker and every actor are separate processes. Ray pickles a remote
+function or actor class, with the values of the globals it reads, when it is first submitted,
+and each worker gets that copy: a later change in the driver never reaches it, and a change
+made in a worker stays in that worker. Measured on 2 vCPUs with Ray 2.60: an actor that returns
+`global_var + 3` still returned 6 after the driver had set `global_var = 4` (7 expected), the
+example of Ray's "Anti-pattern: Using global variables to share state" page.
+
+ray-lint is silent for:
+- read-only module constants, and globals changed before the first submission;
+- worker-local caches filled lazily (`global _model; if _model is None: _model = load()`,
+  `if key not in _cache: _cache[key] = ...`, `_model = _model or load()`): a global read in a
+  condition of the body that writes it is taken as an intentional per-process cache;
+- a global written and read by the methods of one actor (they run in one process);
+- a global a remote body writes that nothing else reads (a per-worker counter or log);
+- objects that are not plain containers (a Ray queue, a manager proxy) called with `put` etc.;
+- submissions separated by `ray.shutdown()`/`ray.init()` (a new job exports the code again);
+- names the remote body binds itself, or receives as parameters.
+
+## Example
+```python
+global_var = 3
+
+@ray.remote
+class Actor:
+    def f(self):
+        return global_var + 3
+
+actor = Actor.remote()
+global_var = 4
+assert ray.get(actor.f.remote()) == 6  # not 7
+```
+
+## Use instead
+Pass the value as an argument, or keep shared state in an actor:
+```python
+@ray.remote
+class Actor:
+    def __init__(self, global_var_actor):
+        self.global_var_actor = global_var_actor
+
+    def f(self):
+        return ray.get(self.global_var_actor.get_global_var.remote()) + 3
+```
+and return results from tasks instead of appending them to a global list.
+
+## Fix safety
+There is no automatic fix: moving state into arguments or an actor changes the program's design.
+
+## References
+- [Anti-pattern: Using global variables to share state between tasks and actors](https://docs.ray.io/en/latest/ray-core/patterns/global-variables.html)
+- [Tips for testing Ray programs: process-level global state](https://docs.ray.io/en/latest/ray-core/examples/testing-tips.html)
+"""
+
+    VALID = [
+        Valid(
+            'import ray\nCONFIG = {"lr": 0.1}\n\n@ray.remote\ndef scale(x):\n    return x * CONFIG["lr"]\n\n'
+            "print(ray.get([scale.remote(i) for i in range(4)]))\n",
+            "a read-only module constant",
+        ),
+        Valid(
+            "import ray\n_model = None\n\n@ray.remote\ndef predict(x):\n    global _model\n    if _model is None:\n"
+            "        _model = load_model()\n    return _model(x)\n\nout = ray.get(predict.remote(1))\nprint(_model)\n",
+            "a lazily loaded per-worker model",
+        ),
+        Valid(
+            "import ray\n_cache = {}\n\n@ray.remote\ndef lookup(key):\n    if key not in _cache:\n        _cache[key] = fetch(key)\n"
+            "    return _cache[key]\n\nout = ray.get([lookup.remote(k) for k in keys])\nprint(len(_cache))\n",
+            "a per-worker cache filled under a membership test",
+        ),
+        Valid(
+            "import ray\nSCALE = 1\n\n@ray.remote\ndef f(x):\n    return x * SCALE\n\nSCALE = 2\nprint(ray.get(f.remote(1)))\n",
+            "changed before the first submission: pickled with the new value",
+        ),
+        Valid(
+            "import ray\nscale = 1\n\n@ray.remote\ndef f(x, scale):\n    return x * scale\n\nref = f.remote(1, scale)\nscale = 2\n"
+            "print(ray.get(f.remote(1, scale)))\n",
+            "the value is passed as an argument",
+        ),
+        Valid(
+            "import ray\ncalls = 0\n\n@ray.remote\ndef work(x):\n    global calls\n    calls += 1\n    return x, calls\n\n"
+            "print(ray.get([work.remote(i) for i in range(4)]))\n",
+            "a per-worker counter that only the task reads",
+        ),
+        Valid(
+            "import ray\n_items = {}\n\n@ray.remote\nclass Store:\n    def put(self, k, v):\n        _items[k] = v\n"
+            "    def get(self, k):\n        return _items[k]\n\ns = Store.remote()\ns.put.remote('a', 1)\nprint(ray.get(s.get.remote('a')))\n",
+            "one actor's methods share its process",
+        ),
+        Valid(
+            "import ray\nX = 1\n\n@ray.remote\ndef f():\n    return X\n\nray.get(f.remote())\nray.shutdown()\nX = 2\nray.init()\n"
+            "print(ray.get(f.remote()))\n",
+            "a new job exports the function again",
+        ),
+        Valid(
+            "import ray\nSCALE = 1\n\n@ray.remote\ndef f(x):\n    SCALE = 3\n    return x * SCALE\n\nref = f.remote(1)\nSCALE = 2\n"
+            "print(ray.get(f.remote(1)))\n",
+            "the task's own local of the same name",
+        ),
+        Valid(
+            "results = []\n\n@ray.remote\ndef work(i):\n    results.append(i)\n\nray.get([work.remote(i) for i in range(4)])\nprint(results)\n",
+            "no `import ray`: not Ray's remote",
+        ),
+        Valid(
+            "import ray\nfrom ray.util.queue import Queue\nqueue = Queue()\n\n@ray.remote\ndef consume():\n    return queue.get()\n\n"
+            "ref = consume.remote()\nqueue.put(1)\nprint(ray.get(consume.remote()))\n",
+            "a Ray queue is shared through its handle",
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            "import ray\nglobal_var = 3\n\n@ray.remote\nclass Actor:\n    def f(self):\n        return global_var + 3\n\n"
+            "actor = Actor.remote()\nglobal_var = 4\nassert ray.get(actor.f.remote()) == 6\n",
+            10,
+            note="the example of Ray's docs",
+        ),
+        Invalid(
+            'import ray\nCONFIG = {"lr": 0.1}\n\n@ray.remote\ndef train(seed):\n    return run(seed, CONFIG["lr"])\n\nrefs = []\n'
+            'for lr in [0.1, 0.01, 0.001]:\n    CONFIG["lr"] = lr\n    refs.append(train.remote(0))\n',
+            10,
+            note="a sweep through a global: every task after the first gets lr=0.1",
+        ),
+        Invalid(
+            "import ray\nresults = []\n\n@ray.remote\ndef work(i):\n    results.append(i * i)\n\n"
+            "ray.get([work.remote(i) for i in range(4)])\nprint(results)\n",
+            6,
+            note="appends in workers, the driver prints an empty list",
+        ),
+        Invalid(
+            "import ray\ncounter = 0\n\n@ray.remote\ndef work(i):\n    global counter\n    counter += 1\n    return i\n\n"
+            "def main():\n    ray.get([work.remote(i) for i in range(10)])\n    print(counter)\n",
+            7,
+            note="`global x; x += 1` in a task",
+        ),
+        Invalid(
+            "import ray\n_model = None\n\n@ray.remote\ndef setup(path):\n    global _model\n    _model = load(path)\n\n"
+            "@ray.remote\ndef predict(x):\n    return _model(x)\n",
+            7,
+            note="one task sets a global another task reads",
+        ),
+        Invalid(
+            "import ray\nTHRESHOLD = 0.5\n\n@ray.remote\ndef keep(x):\n    return x > THRESHOLD\n\ndef main(xs):\n"
+            "    global THRESHOLD\n    first = ray.get([keep.remote(x) for x in xs])\n    THRESHOLD = 0.9\n"
+            "    return first, ray.get([keep.remote(x) for x in xs])\n",
+            11,
+            note="rebound with `global` in a driver function between submissions",
+        ),
+        Invalid(
+            "import ray\n\n@ray.remote\ndef square():\n    return i * i\n\nrefs = []\nfor i in range(4):\n    refs.append(square.remote())\n",
+            8,
+            note="a module-level loop variable read by the task",
+        ),
+        Invalid(
+            "import ray\nseen = set()\n\n@ray.remote\nclass Tracker:\n    def mark(self, k):\n        seen.add(k)\n\n"
+            "t = Tracker.remote()\nray.get(t.mark.remote('a'))\nassert 'a' in seen\n",
+            7,
+            note="an actor method adds to a global set the driver checks",
+        ),
+    ]
+
+    def check(self, ctx: Context) -> None:
+        model = ctx.model
+        if not model.remote_defs:
+            return
+        facts = _Globals(model)
+        self._stale_reads(ctx, facts)
+        self._lost_writes(ctx, facts)
+
+    def _stale_reads(self, ctx: Context, facts: _Globals) -> None:
+        """Driver changes to a global after the remote code that reads it was exported."""
+        model = facts.model
+        readers: dict[str, list[RemoteDef]] = {}
+        for body in facts.bodies:
+            for name in body.reads | body.helper_reads:
+                if body.remote not in readers.setdefault(name, []):
+                    readers[name].append(body.remote)
+        if not readers:
+            return
+        for driver in facts.driver_scopes.values():
+            submitted = facts.submitted[id(driver)]
+            restarts = facts.restarts(driver)
+            reported: set[str] = set()
+            for change in facts.changes(driver):
+                if change.name in reported:
+                    continue
+                for remote in readers.get(change.name, ()):
+                    calls = [s for s in submitted if s.submission.remote is remote]
+                    evidence = self._stale_evidence(model, facts, change, calls, restarts)
+                    if evidence is None:
+                        continue
+                    reported.add(change.name)
+                    kind = "actor" if remote.kind == "actor" else "remote function"
+                    ctx.report(
+                        change.node,
+                        f"{kind} `{remote.name}` uses the global `{change.name}`, and Ray pickled it with the value "
+                        f"`{change.name}` had when it was first submitted ({evidence}): this change in the driver never "
+                        f"reaches the workers, which keep the old value; pass `{change.name}` as an argument, or keep it in an actor",
+                        facts={"global": change.name, "remote": remote.name},
+                    )
+                    break
+
+    def _stale_evidence(
+        self, model: SemanticModel, facts: _Globals, change: _Change, calls: list[_Submitted], restarts: list[int]
+    ) -> str | None:
+        """Where the remote code was submitted before the change and runs again after it, if it does."""
+        readers = [s for s in calls if self._runs_read(facts, s, change.name)]
+        for before in calls:
+            if before.site.index >= change.index:
+                continue
+            for after in readers:
+                if after.site.index > change.index and not any(before.site.index < r < after.site.index for r in restarts):
+                    return f"line {model.position(before.site.node).start.line}"
+        if change.loop is None:
+            return None
+        for call in readers:
+            loop = model.common_loop(change.loop, call.site.loop)
+            if loop is None or model.literal_iterations(loop) in (0, 1) or any(loop.contains_index(r) for r in restarts):
+                continue
+            return f"in the first iteration of the loop on line {model.position(loop.node).start.line}"
+        return None
+
+    def _runs_read(self, facts: _Globals, call: _Submitted, name: str) -> bool:
+        """Whether the call runs remote code that reads `name`: the task, the actor's `__init__`, or the method."""
+        submission, remote = call.submission, call.submission.remote
+        assert remote is not None
+        if submission.kind == "task":
+            return any(_reads_global(body, name) for body in facts.bodies if body.remote is remote)
+        wanted = "__init__" if submission.kind == "actor-create" else submission.method
+        return any(
+            _reads_global(body, name) for body in facts.bodies if body.remote is remote and body.function.node.name.value == wanted
+        )
+
+    def _lost_writes(self, ctx: Context, facts: _Globals) -> None:
+        """Writes to a global in remote code that the driver or other remote code expects to see."""
+        for body in facts.bodies:
+            seen: set[str] = set()
+            for name, node in body.writes:
+                if name in seen or name in body.tested:
+                    continue
+                evidence = self._driver_read(facts, body, name) or self._other_reader(facts, body, name)
+                if evidence is None:
+                    continue
+                seen.add(name)
+                where = "actor method" if body.remote.kind == "actor" else "remote function"
+                ctx.report(
+                    node,
+                    f"{where} `{body.function.node.name.value}` runs in its own worker process: this write to the global "
+                    f"`{name}` changes only that worker's copy, but {evidence}; return the value, or keep the state in an actor",
+                    facts={"global": name, "remote": body.remote.name},
+                )
+
+    def _driver_read(self, facts: _Globals, body: _Body, name: str) -> str | None:
+        model = facts.model
+        for driver_id, calls in facts.submitted.items():
+            driver = facts.driver_scopes[driver_id]
+            for call in calls:
+                if not self._runs(call, body):
+                    continue
+                line = model.position(call.site.node).start.line
+                read = facts.reads_after(driver, name, line)
+                if read is not None:
+                    return f"the driver reads `{name}` on line {model.position(read).start.line}, after submitting it on line {line}"
+        return None
+
+    def _other_reader(self, facts: _Globals, body: _Body, name: str) -> str | None:
+        writers = {id(b.remote) for b in facts.bodies if any(written == name for written, _ in b.writes)}
+        for other in facts.bodies:
+            if other.remote is body.remote or id(other.remote) in writers or name not in other.reads:
+                continue  # the methods of one actor run in one process
+            return f"`{other.function.node.name.value}` reads `{name}` in whatever worker runs it, which need not have run this write"
+        return None
+
+    def _runs(self, call: _Submitted, body: _Body) -> bool:
+        submission = call.submission
+        if submission.remote is not body.remote:
+            return False
+        if submission.kind == "task":
+            return True
+        wanted = "__init__" if submission.kind == "actor-create" else submission.method
+        return body.function.node.name.value == wanted

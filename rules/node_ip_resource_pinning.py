@@ -1,0 +1,157 @@
+"""RAY048 node-ip-resource-pinning: `resources={f"node:{ip}": 0.01}` pins work to one node, so Ray cannot
+run it elsewhere when that node dies."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import libcst as cst
+
+from ray_lint.diagnostics import Severity
+from ray_lint.model import literal_string
+from ray_lint.rule import Context, Invalid, Rule, Valid
+
+from .bad_resource_quantity import resource_request_sites, resources_dict, value_text
+from .resource_name_typo import bundle_dicts, placement_group_bundles
+
+PREFIX = "node:"
+# The head node's marker: the cluster does not outlive the head, so there is nowhere else to go.
+HEAD_MARKER = "node:__internal_head__"
+
+
+def node_key(key: cst.BaseExpression) -> bool:
+    """Whether a dict key names a `node:<ip>` resource: `"node:10.0.0.1"`, `f"node:{ip}"`,
+    `"node:" + ip`, `"node:{}".format(ip)` or `"node:%s" % ip` (not the head node's marker)."""
+    text = literal_string(key)
+    if text is not None:
+        return text.startswith(PREFIX) and text != HEAD_MARKER
+    if isinstance(key, cst.FormattedString):
+        first = key.parts[0] if key.parts else None
+        return isinstance(first, cst.FormattedStringText) and first.value.startswith(PREFIX)
+    if isinstance(key, cst.BinaryOperation) and isinstance(key.operator, (cst.Add, cst.Modulo)):
+        return (literal_string(key.left) or "").startswith(PREFIX)
+    if isinstance(key, cst.Call) and isinstance(key.func, cst.Attribute) and key.func.attr.value == "format":
+        return (literal_string(key.func.value) or "").startswith(PREFIX)
+    return False
+
+
+def node_entries(dictionary: cst.Dict) -> Iterator[cst.DictElement]:
+    for element in dictionary.elements:
+        if isinstance(element, cst.DictElement) and node_key(element.key):
+            yield element
+
+
+class NodeIpResourcePinning(Rule):
+    code = "RAY048"
+    name = "node-ip-resource-pinning"
+    message = "Work pinned to one node with a `node:<ip>` resource is not retried elsewhere if that node dies"
+    severity = Severity.WARNING
+    category = "fault-tolerance"
+    tokens = ('"node:', "'node:")
+    docs = """
+## What it does
+Finds a `node:<ip>` key (`"node:10.0.0.1"`, `f"node:{ip}"`, `"node:" + ip`,
+`"node:{}".format(ip)`) in a `resources=` dict (written in the call, or a name bound once to a
+dict literal in the same scope) given to `@ray.remote(...)` / `ray.remote(...)(f)`, to
+`.options(...)` of a remote function or actor class, or to a Ray Data map call in a file that
+uses Ray Data; and in a `placement_group([...])` bundle.
+
+ray-lint is silent for `"node:__internal_head__"`, the head node's marker: the cluster does not
+survive its head, so there is no other node to go to.
+
+## Why is this bad?
+Every node has a custom resource named after its IP address, and asking for a sliver of it
+(`{f"node:{ip}": 0.01}`) runs the work only there. That is a hard constraint the scheduler knows
+nothing else about: when the node dies, a task's retries and an actor's restarts can only wait
+for a node with that IP, which usually never comes back (a replacement node gets a new address),
+so the work hangs instead of recovering. Ray's fault-tolerance guide recommends
+`NodeAffinitySchedulingStrategy` instead, which names the node by id and, with `soft=True`, lets
+Ray run the work elsewhere when that node is gone.
+
+Pinning is sometimes the point (a per-node daemon, a reader of a node-local disk). Then a hard
+`NodeAffinitySchedulingStrategy(node_id, soft=False)` says so explicitly, and fails fast instead
+of waiting when the node is gone.
+
+## Example
+```python
+ip = ray.util.get_node_ip_address()
+cache = CacheActor.options(resources={f"node:{ip}": 0.01}).remote()
+```
+
+## Use instead
+```python
+from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+node_id = ray.get_runtime_context().get_node_id()
+cache = CacheActor.options(
+    scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=node_id, soft=True),
+).remote()
+```
+
+## Fix safety
+There is no automatic fix: the node id is not in the code, and whether the work may move is a
+design decision.
+
+## References
+- [Fault tolerance: best practices](https://docs.ray.io/en/latest/ray-core/fault-tolerance.html)
+- [Node affinity scheduling strategy](https://docs.ray.io/en/latest/ray-core/scheduling/index.html#node-affinity-scheduling-strategy)
+- [NodeAffinitySchedulingStrategy](https://docs.ray.io/en/latest/ray-core/api/doc/ray.util.scheduling_strategies.NodeAffinitySchedulingStrategy.html)
+"""
+
+    VALID = [
+        Valid(
+            "import ray\nfrom ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy\n\n"
+            "@ray.remote\ndef f():\n    pass\n\nf.options(scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=nid, soft=True)).remote()\n",
+            "node affinity by id",
+        ),
+        Valid("import ray\n@ray.remote(resources={'node:__internal_head__': 0.001})\ndef f():\n    pass\n", "the head node"),
+        Valid("import ray\n@ray.remote(resources={'nodes': 1, 'node_local_disk': 1})\ndef f():\n    pass\n", "other custom resources"),
+        Valid("import ray\nip_key = f'node:{ip}'\nprint(ray.available_resources()[ip_key])\n", "reading a node's resources"),
+        Valid("import ray\nalive = [n for n in ray.nodes() if n['Resources'].get(f'node:{ip}')]\n", "looking nodes up"),
+        Valid("def schedule(job, resources):\n    pass\n\nschedule('x', resources={f'node:{ip}': 1})\n", "not a Ray call"),
+        Valid("@ray.remote(resources={'node:10.0.0.1': 0.01})\ndef f():\n    pass\n", "no `import ray`"),
+    ]
+    INVALID = [
+        Invalid("import ray\n\n@ray.remote(resources={'node:10.0.0.1': 0.01})\ndef f():\n    pass\n", 3),
+        Invalid(
+            "import ray\n@ray.remote\nclass Cache:\n    pass\n\nip = ray.util.get_node_ip_address()\ncache = Cache.options(resources={f'node:{ip}': 0.01}).remote()\n",
+            7,
+        ),
+        Invalid("import ray\n@ray.remote\ndef f():\n    pass\n\nrefs = [f.options(resources={'node:' + ip: 0.001}).remote() for ip in ips]\n", 6),
+        Invalid("import ray\n@ray.remote\ndef f():\n    pass\n\nref = f.options(resources={'node:{}'.format(ip): 1}).remote()\n", 6),
+        Invalid(
+            "import ray\nfrom ray.util.placement_group import placement_group\n\npg = placement_group([{'CPU': 1, f'node:{ip}': 0.01} for ip in ips])\n",
+            4,
+            note="placement-group bundles",
+        ),
+        Invalid("import ray\nPIN = {'node:10.0.0.7': 0.01}\n\n@ray.remote(resources=PIN)\nclass A:\n    pass\n", 4, note="through a name"),
+    ]
+
+    def check(self, ctx: Context) -> None:
+        model = ctx.model
+        if not model.imports_module("ray"):
+            return
+        reported: set[int] = set()
+        for site, _ in resource_request_sites(model):
+            found = resources_dict(model, site)
+            if found is None:
+                continue
+            arg, dictionary, direct = found
+            entry = next(node_entries(dictionary), None)
+            node = entry if direct else arg.value
+            if entry is None or id(node) in reported:
+                continue
+            reported.add(id(node))
+            ctx.report(node, self._message(entry, "the task or actor"))
+        for _, bundles in placement_group_bundles(model):
+            for bundle in bundle_dicts(bundles):
+                entry = next(node_entries(bundle), None)
+                if entry is not None:
+                    ctx.report(entry, self._message(entry, "this placement-group bundle"))
+
+    def _message(self, entry: cst.DictElement, what: str) -> str:
+        return (
+            f"`{value_text(entry.key)}` pins {what} to one node's IP: if that node dies, Ray cannot run it anywhere else "
+            "and it waits for the node; use `NodeAffinitySchedulingStrategy(node_id, soft=True)` (or `soft=False` to make "
+            "the pinning explicit)"
+        )

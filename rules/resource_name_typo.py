@@ -1,0 +1,323 @@
+"""RAY081 resource-name-typo: `resources={"num_gpus": 1}` (or "num_cpus", "cpu", "gpu", "memory") names a
+custom resource, or one Ray refuses there, instead of using the keyword option."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import libcst as cst
+
+from ray_lint.diagnostics import Applicability, Severity
+from ray_lint.model import CallSite, SemanticModel, literal_string
+from ray_lint.rule import Context, FixPlan, Invalid, Rule, Valid
+
+from .bad_resource_quantity import dict_entries, expected_to_raise, keyword_arg, resource_request_sites, resources_dict
+
+# Keys of a task's or actor's `resources=` that mean a keyword option, and the keyword.
+KEYWORD_OF = {"num_cpus": "num_cpus", "num_gpus": "num_gpus", "cpu": "num_cpus", "gpu": "num_gpus", "memory": "memory"}
+# Keys of a placement-group bundle that mean a built-in resource ("memory" is one there, spelled so).
+BUNDLE_KEY_OF = {"num_cpus": "CPU", "num_gpus": "GPU", "cpu": "CPU", "gpu": "GPU"}
+PLACEMENT_GROUP = ("ray.util.placement_group", "ray.util.placement_group.placement_group")
+MEMORY_ERROR = "ValueError: The resources dictionary must not contain the key 'memory' or 'object_store_memory'"
+
+
+def move_entries_to_keywords(
+    ctx: Context, call: cst.Call, arg: cst.Arg, dictionary: cst.Dict, keyword_of: dict[str, str]
+) -> str | None:
+    """The call's source with each `resources=` entry whose key is in `keyword_of` moved to that keyword
+    argument, in the place of `resources=` (dropped when nothing is left in it); None when the call
+    unpacks `**kwargs` or already has one of the keywords."""
+    if any(a.star == "**" for a in call.args):
+        return None
+    present = {a.keyword.value for a in call.args if a.keyword is not None}
+    position = list(call.args).index(arg)
+    previous = call.args[position - 1].comma if position else None
+    separator = previous if isinstance(previous, cst.Comma) else cst.MaybeSentinel.DEFAULT  # keeps a multi-line layout
+    moved: list[cst.Arg] = []
+    kept: list[cst.BaseDictElement] = []
+    for element in dictionary.elements:
+        key = literal_string(element.key) if isinstance(element, cst.DictElement) else None
+        if key is None or key not in keyword_of:
+            kept.append(element)
+            continue
+        keyword = keyword_of[key]
+        if keyword in present:
+            return None
+        present.add(keyword)
+        moved.append(cst.Arg(value=element.value, keyword=cst.Name(keyword), equal=arg.equal, comma=separator))
+    if kept:
+        last = dictionary.elements[-1]
+        if kept[-1] is not last:
+            kept[-1] = kept[-1].with_changes(comma=last.comma)
+        moved.append(arg.with_changes(value=dictionary.with_changes(elements=kept)))
+    moved[-1] = moved[-1].with_changes(comma=arg.comma)
+    args: list[cst.Arg] = []
+    for existing in call.args:
+        args.extend(moved if existing is arg else [existing])
+    return ctx.code_for(call.with_changes(args=args))
+
+
+def declared_resources(model: SemanticModel) -> set[str] | None:
+    """Custom resources the module's `ray.init(resources={...})` calls declare; None when one of them
+    passes a dict that is not a literal (or `**kwargs`), so any name may be declared."""
+    declared: set[str] = set()
+    for site in model.calls_to("ray.init"):
+        if any(a.star == "**" for a in site.node.args):
+            return None
+        arg = keyword_arg(site.node, "resources")
+        if arg is None:
+            continue
+        if not isinstance(arg.value, cst.Dict) or any(not isinstance(e, cst.DictElement) for e in arg.value.elements):
+            return None
+        declared |= {key for key, _ in dict_entries(arg.value)}
+    return declared
+
+
+def placement_group_bundles(model: SemanticModel) -> Iterator[tuple[CallSite, cst.BaseExpression]]:
+    """Each `placement_group(...)` call of Ray's, with its bundles argument (first positional or `bundles=`)."""
+    for name in PLACEMENT_GROUP:
+        for site in model.calls_to(name):
+            call = site.node
+            bundles = keyword_arg(call, "bundles")
+            first = call.args[0] if call.args and call.args[0].keyword is None and not call.args[0].star else None
+            value = bundles.value if bundles is not None else first.value if first is not None else None
+            if value is not None:
+                yield site, value
+
+
+def bundle_dicts(bundles: cst.BaseExpression) -> list[cst.Dict]:
+    """The dict literals written as bundles: the dicts of a list literal, or the dict of a list comprehension."""
+    if isinstance(bundles, cst.List):
+        return [e.value for e in bundles.elements if isinstance(e.value, cst.Dict)]
+    if isinstance(bundles, cst.ListComp) and isinstance(bundles.elt, cst.Dict):
+        return [bundles.elt]
+    return []
+
+
+class ResourceNameTypo(Rule):
+    code = "RAY081"
+    name = "resource-name-typo"
+    message = "`resources=` names `num_cpus`, `num_gpus`, `cpu`, `gpu` or `memory`: use the keyword option"
+    severity = Severity.ERROR
+    category = "api-misuse"
+    fixable = True
+    tokens = tuple(f"{quote}{key}{quote}:" for key in KEYWORD_OF for quote in ("'", '"'))  # a dict key
+    also_tokens = ("resources", "placement_group")
+    docs = """
+## What it does
+Finds a `resources=` dict with a literal key `"num_cpus"`, `"num_gpus"`, `"cpu"`, `"gpu"` or
+`"memory"` (written in the call, or a name bound once to a dict literal in the same scope), given
+to `@ray.remote(...)` / `ray.remote(...)(f)`, to `.options(...)` of a remote function or actor
+class, or to a Ray Data `map_batches` / `map` / `flat_map` / `filter` call in a file that uses
+Ray Data; and a placement-group bundle (`placement_group([{"cpu": 1}])`) keyed `"num_cpus"`,
+`"num_gpus"`, `"cpu"` or `"gpu"`.
+
+ray-lint is silent for:
+- a name that a `ray.init(resources={...})` of the module declares as a custom resource (and for
+  every name but `"memory"` when a `ray.init` passes a `resources=` it cannot read);
+- `"CPU"` / `"GPU"` keys: RAY046;
+- `"memory"` in a placement-group bundle, which is how a bundle reserves memory;
+- Ray Tune's `tune.with_resources(fn, {"cpu": 2, "gpu": 1})` and `resources_per_trial`, which
+  take these lowercase keys on purpose;
+- code under `with pytest.raises(...)` or `with self.assertRaises(...)`.
+
+## Why is this bad?
+`resources=` holds *custom* resources, matched by exact name. `{"num_gpus": 1}`, `{"gpu": 1}` or
+`{"cpu": 4}` asks for a custom resource of that name, which no node has unless someone declared
+it, so the task or actor is infeasible: it stays pending forever, and Ray only logs once that
+"the cluster currently cannot provide the requested resources". A placement group with such a
+bundle is never ready. The GPU is not reserved either, so nothing isolates the device even where
+the name happens to exist.
+
+`"memory"` fails loudly instead: Ray refuses it when the task or actor is submitted
+(`ValueError: The resources dictionary must not contain the key 'memory' or
+'object_store_memory'`).
+
+## Example
+```python
+@ray.remote(resources={"num_gpus": 1, "accelerator_type:A100": 1})
+def train(config):
+    ...
+
+pg = placement_group([{"cpu": 4, "gpu": 1}])
+```
+
+## Use instead
+```python
+@ray.remote(num_gpus=1, resources={"accelerator_type:A100": 1})
+def train(config):
+    ...
+
+pg = placement_group([{"CPU": 4, "GPU": 1}])
+```
+
+## Fix safety
+The fix moves each entry to the keyword argument (`num_cpus=`, `num_gpus=`, `memory=`) in the same
+call, keeping the other keys in `resources=` and dropping it when nothing is left; in a bundle it
+renames the key to `"CPU"` / `"GPU"`. Moving `"memory"` alone is safe: the call could not run
+before. The others are unsafe: a cluster started with `ray start --resources='{"gpu": 1}'` does
+have such a custom resource, and the fix changes where the task may run and what it reserves.
+There is no fix when the call already has the keyword, unpacks `**kwargs`, or when the dict is a
+name bound elsewhere.
+
+## References
+- [Specifying task or actor resource requirements](https://docs.ray.io/en/latest/ray-core/scheduling/resources.html)
+- [Custom resources](https://docs.ray.io/en/latest/ray-core/scheduling/resources.html#custom-resources)
+- [Placement groups](https://docs.ray.io/en/latest/ray-core/scheduling/placement-group.html)
+- [ray.remote](https://docs.ray.io/en/latest/ray-core/api/doc/ray.remote.html)
+"""
+
+    VALID = [
+        Valid("import ray\n@ray.remote(num_cpus=2, num_gpus=1, memory=4 * 1024**3)\ndef f():\n    pass\n", "keyword options"),
+        Valid(
+            "import ray\nray.init(num_cpus=8, resources={'gpu': 2})\n\n@ray.remote(resources={'gpu': 1})\ndef f():\n    pass\n",
+            "a custom resource this module declares",
+        ),
+        Valid(
+            "import ray\nfrom ray.util.placement_group import placement_group\n\npg = placement_group([{'CPU': 2, 'memory': 2 * 1024**3}])\n",
+            "memory is a bundle key",
+        ),
+        Valid("import ray\nfrom ray import tune\n\ntrainable = tune.with_resources(train_fn, {'cpu': 2, 'gpu': 1})\n", "Ray Tune's lowercase keys"),
+        Valid("import ray\ntuner = run(train_fn, resources_per_trial={'cpu': 1, 'gpu': 1})\n", "resources_per_trial"),
+        Valid("def submit(job, resources):\n    pass\n\nsubmit('train', resources={'gpu': 1})\n", "not a Ray call"),
+        Valid("@ray.remote(resources={'num_gpus': 1})\ndef f():\n    pass\n", "no `import ray`"),
+        Valid(
+            "import ray\nray.init(resources=load_resources())\n\n@ray.remote(resources={'gpu': 1})\ndef f():\n    pass\n",
+            "ray.init declares resources the linter cannot read",
+        ),
+        Valid(
+            "import ray\nimport unittest\n\nclass T(unittest.TestCase):\n    def test_memory(self):\n"
+            "        with self.assertRaises(ValueError):\n            ray.get(f.options(resources={'memory': 1}).remote())\n",
+            "a test that expects Ray's error",
+        ),
+        Valid("import ray\nres = {'gpu': 1}\nres = {'accelerator': 1}\n@ray.remote(resources=res)\ndef f():\n    pass\n", "name bound twice"),
+    ]
+    INVALID = [
+        Invalid(
+            "import ray\n\n@ray.remote(resources={'num_gpus': 1})\ndef f():\n    pass\n",
+            3,
+            fixed="import ray\n\n@ray.remote(num_gpus=1)\ndef f():\n    pass\n",
+        ),
+        Invalid(
+            "import ray\n@ray.remote(resources={'cpu': 4, 'accelerator_type:A100': 1}, max_restarts=2)\nclass A:\n    pass\n",
+            2,
+            fixed="import ray\n@ray.remote(num_cpus=4, resources={'accelerator_type:A100': 1}, max_restarts=2)\nclass A:\n    pass\n",
+        ),
+        Invalid(
+            "import ray\n@ray.remote\ndef f():\n    pass\n\nref = f.options(resources={'memory': 2 * 1024**3}).remote()\n",
+            6,
+            fixed="import ray\n@ray.remote\ndef f():\n    pass\n\nref = f.options(memory=2 * 1024**3).remote()\n",
+            note="memory: refused at submission, a safe fix",
+        ),
+        Invalid(
+            "import ray\n\ndef f():\n    pass\n\ng = ray.remote(resources={'gpu': 0.5, 'cpu': 2})(f)\n",
+            6,
+            fixed="import ray\n\ndef f():\n    pass\n\ng = ray.remote(num_gpus=0.5, num_cpus=2)(f)\n",
+        ),
+        Invalid(
+            "import ray\n\nds = ray.data.read_parquet('s3://bucket/x')\nds = ds.map_batches(Embed, concurrency=2, resources={'num_gpus': 1})\n",
+            4,
+            fixed="import ray\n\nds = ray.data.read_parquet('s3://bucket/x')\nds = ds.map_batches(Embed, concurrency=2, num_gpus=1)\n",
+        ),
+        Invalid(
+            "import ray\nfrom ray.util.placement_group import placement_group\n\npg = placement_group([{'cpu': 4, \"gpu\": 1}, {'CPU': 1}])\n",
+            4,
+            fixed="import ray\nfrom ray.util.placement_group import placement_group\n\npg = placement_group([{'CPU': 4, \"GPU\": 1}, {'CPU': 1}])\n",
+        ),
+        Invalid("import ray\n@ray.remote(num_gpus=1, resources={'gpu': 1})\ndef f():\n    pass\n", 2, note="already has num_gpus: no fix"),
+        Invalid("import ray\nRES = {'num_cpus': 2}\n@ray.remote(resources=RES)\ndef f():\n    pass\n", 3, note="through a name: no fix"),
+        Invalid(
+            "import ray\n\nhandle = Worker.options(\n    name='w',\n    resources={\n        'num_cpus': 2,\n    },\n).remote()\n",
+            6,
+            fixed="import ray\n\nhandle = Worker.options(\n    name='w',\n    num_cpus=2,\n).remote()\n",
+        ),
+    ]
+
+    def check(self, ctx: Context) -> None:
+        model = ctx.model
+        if not model.imports_module("ray"):
+            return
+        declared = declared_resources(model)
+        reported: set[int] = set()
+        expected = expected_to_raise(model)
+        for site, where in resource_request_sites(model):
+            found = resources_dict(model, site)
+            if found is None or id(site.node) in expected:
+                continue
+            arg, dictionary, direct = found
+            typos = [
+                (key, element) for key, element in dict_entries(dictionary) if key in KEYWORD_OF and _undeclared(key, declared)
+            ]
+            if not typos:
+                continue
+            node = typos[0][1] if direct else arg.value
+            if id(node) in reported:
+                continue
+            reported.add(id(node))
+            fix = self._fix(ctx, site, arg, dictionary, typos) if direct else None
+            ctx.report(node, self._message([key for key, _ in typos], where), fix)
+        bundles = [bundle for _, value in placement_group_bundles(model) for bundle in bundle_dicts(value)]
+        for bundle in bundles:
+            typos = [
+                (key, element) for key, element in dict_entries(bundle) if key in BUNDLE_KEY_OF and _undeclared(key, declared)
+            ]
+            if typos:
+                ctx.report(typos[0][1], self._bundle_message([key for key, _ in typos]), self._bundle_fix(bundle, typos))
+
+    def _message(self, keys: list[str], where: str) -> str:
+        custom = [key for key in keys if key != "memory"]
+        parts = []
+        if custom:
+            named = " and ".join(f'`"{key}"`' for key in custom)
+            keywords = " / ".join(sorted({f"`{KEYWORD_OF[key]}=`" for key in custom}))
+            subject = "the actor or task" if where != "data" else "the dataset's tasks"
+            kind = "a custom resource" if len(custom) == 1 else "custom resources"
+            parts.append(
+                f"`resources=` asks for {named}, {kind} no node has unless declared: {subject} "
+                f"would wait forever as infeasible; use {keywords}"
+            )
+        if "memory" in keys:
+            parts.append(
+                f'`resources=` names `"memory"`, which Ray refuses when the task or actor is submitted ({MEMORY_ERROR}); use `memory=`'
+            )
+        return "; ".join(parts)
+
+    def _bundle_message(self, keys: list[str]) -> str:
+        named = " and ".join(f'`"{key}"`' for key in keys)
+        proper = " / ".join(sorted({f'`"{BUNDLE_KEY_OF[key]}"`' for key in keys}))
+        kind = "a custom resource" if len(keys) == 1 else "custom resources"
+        return (
+            f"This placement-group bundle asks for {named}, {kind} no node has unless declared: the group is never ready; "
+            f"use {proper}"
+        )
+
+    def _fix(
+        self, ctx: Context, site: CallSite, arg: cst.Arg, dictionary: cst.Dict, typos: list[tuple[str, cst.DictElement]]
+    ) -> FixPlan | None:
+        keyword_of = {key: KEYWORD_OF[key] for key, _ in typos}
+        text = move_entries_to_keywords(ctx, site.node, arg, dictionary, keyword_of)
+        if text is None:
+            return None
+        safe = set(keyword_of) == {"memory"}
+        keywords = ", ".join(f"`{keyword}=`" for keyword in dict.fromkeys(keyword_of.values()))
+        return FixPlan(f"Move to {keywords}", ((site.node, text),), Applicability.SAFE if safe else Applicability.UNSAFE)
+
+    def _bundle_fix(self, bundle: cst.Dict, typos: list[tuple[str, cst.DictElement]]) -> FixPlan | None:
+        keys = [key for key, _ in dict_entries(bundle)]
+        renamed = [BUNDLE_KEY_OF[key] for key, _ in typos]
+        if len(set(renamed)) != len(renamed) or set(renamed) & set(keys):
+            return None
+        replacements: list[tuple[cst.CSTNode, str]] = []
+        for key, element in typos:
+            string = element.key
+            if not isinstance(string, cst.SimpleString):
+                return None
+            replacements.append((string, f"{string.prefix}{string.quote}{BUNDLE_KEY_OF[key]}{string.quote}"))
+        return FixPlan(f"Rename to {', '.join(repr(name) for name in renamed)}", tuple(replacements), Applicability.UNSAFE)
+
+
+def _undeclared(key: str, declared: set[str] | None) -> bool:
+    """Whether a key cannot be a custom resource this module declares (`"memory"` never can)."""
+    if key == "memory":
+        return True
+    return declared is not None and key not in declared
