@@ -221,7 +221,7 @@ class Settings:
     @cached_property
     def enabled_codes(self) -> frozenset[str]:
         self.validate()
-        enabled = self._decide({rule.code: not rule.preview for rule in all_rules()})
+        enabled = self._decide({rule.code: True for rule in all_rules()})  # preview rules are then dropped unless asked for
         return frozenset(code for code, on in enabled.items() if on)
 
     def _decide(self, state: dict[str, bool]) -> dict[str, bool]:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from ray_lint.rule import all_rules
+from ray_lint.rule import all_rules, rule_by_code_or_name
 
 # One RAY001 finding on line 2, column 12 (`ray.get` after "results = ["); its fix is unsafe.
 SNIPPET = "import ray\nresults = [ray.get(f.remote(x)) for x in xs]\n"
@@ -185,6 +185,29 @@ def test_select_ignore_extend_select(run, tmp_path, args, expected):
         assert ("good.py", "RAY001", 2) in found(proc)
     if "RAY000" in expected:
         assert ("broken.py", "RAY000", 2) in found(proc)
+
+
+# A coordinator actor with no `num_cpus`: RAY044 `actor-default-num-cpus`, a preview rule.
+PREVIEW_SNIPPET = "import ray\n\n@ray.remote\nclass Tracker:\n    def mark(self, key):\n        return key\n"
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        ([], set()),
+        (["--preview"], {"RAY044"}),
+        (["--select", "RAY044"], {"RAY044"}),
+        (["--select", "actor-default-num-cpus"], {"RAY044"}),
+        (["--select", "RAY0"], set()),  # a prefix does not turn a preview rule on...
+        (["--select", "RAY0", "--preview"], {"RAY044"}),  # ...unless preview mode is on
+        (["--preview", "--ignore", "RAY044"], set()),
+    ],
+)
+def test_preview_rules(run, tmp_path, args, expected):
+    assert rule_by_code_or_name("RAY044").preview  # type: ignore[union-attr]
+    write(tmp_path / "tracker.py", PREVIEW_SNIPPET)
+    proc = check_json(run, tmp_path, *args, ".")
+    assert {code for _, code, _ in found(proc)} == expected, proc.stderr
 
 
 def test_command_line_selection_overrides_config(run, tmp_path):
