@@ -23,7 +23,7 @@ def fit(X: np.ndarray, y: np.ndarray) -> float:
 def score_images(paths: list[str]) -> list[float]:
     cv2.setNumThreads(1)  # OpenCV must be told; it does not read OMP_NUM_THREADS
     images = [cv2.imread(path) for path in paths]
-    with multiprocessing.Pool(processes=2) as pool:  # one process per requested CPU
+    with multiprocessing.get_context("spawn").Pool(processes=2) as pool:  # spawned, one per requested CPU
         return pool.map(brightness, images)
 
 

@@ -14,8 +14,8 @@ from ray_lint.model import (
     CallSite,
     Scope,
     SemanticModel,
-    child_nodes,
     iter_subtree,
+    path_to,
     root_name,
 )
 from ray_lint.rule import Context, Invalid, Rule, Valid
@@ -360,7 +360,7 @@ def _body_scope(scope: Scope) -> Scope:
 def _reaches(root: cst.CSTNode, change: cst.CSTNode, use: cst.CSTNode) -> bool:
     """Whether the statement `change` can be followed by `use` in one run: they are not in different branches
     of an `if`, `try` or `match`, and no block between the change and the branch point leaves after it."""
-    change_path, use_path = _path_to(root, change), _path_to(root, use)
+    change_path, use_path = path_to(root, change, into_functions=False), path_to(root, use, into_functions=False)
     if change_path is None or use_path is None:
         return False
     common = 0
@@ -385,19 +385,3 @@ def _leaves(statement: cst.CSTNode) -> bool:
     if isinstance(statement, cst.SimpleStatementLine):
         return any(isinstance(small, _EXITS) for small in statement.body)
     return isinstance(statement, _EXITS)
-
-
-def _path_to(root: cst.CSTNode, target: cst.CSTNode) -> list[cst.CSTNode] | None:
-    """The nodes from `root` down to `target` (both included), without entering nested functions or classes."""
-    stack: list[tuple[cst.CSTNode, int]] = [(root, 0)]
-    path: list[cst.CSTNode] = []
-    while stack:
-        node, depth = stack.pop()
-        del path[depth:]
-        path.append(node)
-        if node is target:
-            return path
-        if node is not root and isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
-            continue
-        stack.extend((child, depth + 1) for child in reversed(list(child_nodes(node))))
-    return None

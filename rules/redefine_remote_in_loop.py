@@ -18,6 +18,7 @@ from ray_lint.model import (
     child_nodes,
     dotted_name,
     iter_subtree,
+    path_to,
 )
 from ray_lint.rule import REMOTE_MADE, Context, FixPlan, Invalid, Rule, Valid
 
@@ -131,20 +132,6 @@ def _free_names(model: SemanticModel, node: cst.CSTNode) -> set[str] | None:
     return free
 
 
-def _path(root: cst.CSTNode, target: cst.CSTNode) -> list[cst.CSTNode] | None:
-    """The nodes from `root` down to `target`, both included."""
-    stack: list[tuple[cst.CSTNode, int]] = [(root, 0)]
-    path: list[cst.CSTNode] = []
-    while stack:
-        node, depth = stack.pop()
-        del path[depth:]
-        path.append(node)
-        if node is target:
-            return path
-        stack += [(child, depth + 1) for child in reversed(list(child_nodes(node)))]
-    return None
-
-
 def _assigned_names(statement: cst.CSTNode) -> set[str] | None:
     """What the statement stores the remote function under: names and dotted attributes; None when it
     stores into a subscript (a dict of remote functions, filled once per key: a cache)."""
@@ -172,7 +159,7 @@ def _guarded(root: cst.CSTNode, application: _Application) -> bool:
     assigned = _assigned_names(application.statement)
     if assigned is None:
         return True
-    path = _path(root, application.report) or []
+    path = path_to(root, application.report) or []
     for node in path:
         if isinstance(node, cst.BooleanOperation) and isinstance(node.operator, cst.Or):
             return True
@@ -185,7 +172,7 @@ def _guarded(root: cst.CSTNode, application: _Application) -> bool:
 def _conditional(root: cst.CSTNode, node: cst.CSTNode) -> bool:
     """Whether `node` runs only under a condition inside `root` (a flag, a lazy initialisation, a cache):
     in a function that is called in a loop, such a definition may well run once."""
-    path = _path(root, node) or []
+    path = path_to(root, node) or []
     return any(isinstance(step, (cst.If, cst.IfExp, cst.ExceptHandler, cst.BooleanOperation)) for step in path)
 
 

@@ -8,10 +8,11 @@ from collections.abc import Iterator
 import libcst as cst
 
 from ray_lint.diagnostics import Applicability, Severity
-from ray_lint.model import CallSite, SemanticModel, literal_string
+from ray_lint.model import CallSite, SemanticModel
 from ray_lint.rule import Context, FixPlan, Invalid, Rule, Valid
 
 from .bad_resource_quantity import dict_entries, expected_to_raise, keyword_arg, resource_request_sites, resources_dict
+from .resources_dict_cpu_gpu import move_entries_to_keywords
 
 # Keys of a task's or actor's `resources=` that mean a keyword option, and the keyword.
 KEYWORD_OF = {"num_cpus": "num_cpus", "num_gpus": "num_gpus", "cpu": "num_cpus", "gpu": "num_gpus", "memory": "memory"}
@@ -19,42 +20,6 @@ KEYWORD_OF = {"num_cpus": "num_cpus", "num_gpus": "num_gpus", "cpu": "num_cpus",
 BUNDLE_KEY_OF = {"num_cpus": "CPU", "num_gpus": "GPU", "cpu": "CPU", "gpu": "GPU"}
 PLACEMENT_GROUP = ("ray.util.placement_group", "ray.util.placement_group.placement_group")
 MEMORY_ERROR = "ValueError: The resources dictionary must not contain the key 'memory' or 'object_store_memory'"
-
-
-def move_entries_to_keywords(
-    ctx: Context, call: cst.Call, arg: cst.Arg, dictionary: cst.Dict, keyword_of: dict[str, str]
-) -> str | None:
-    """The call's source with each `resources=` entry whose key is in `keyword_of` moved to that keyword
-    argument, in the place of `resources=` (dropped when nothing is left in it); None when the call
-    unpacks `**kwargs` or already has one of the keywords."""
-    if any(a.star == "**" for a in call.args):
-        return None
-    present = {a.keyword.value for a in call.args if a.keyword is not None}
-    position = list(call.args).index(arg)
-    previous = call.args[position - 1].comma if position else None
-    separator = previous if isinstance(previous, cst.Comma) else cst.MaybeSentinel.DEFAULT  # keeps a multi-line layout
-    moved: list[cst.Arg] = []
-    kept: list[cst.BaseDictElement] = []
-    for element in dictionary.elements:
-        key = literal_string(element.key) if isinstance(element, cst.DictElement) else None
-        if key is None or key not in keyword_of:
-            kept.append(element)
-            continue
-        keyword = keyword_of[key]
-        if keyword in present:
-            return None
-        present.add(keyword)
-        moved.append(cst.Arg(value=element.value, keyword=cst.Name(keyword), equal=arg.equal, comma=separator))
-    if kept:
-        last = dictionary.elements[-1]
-        if kept[-1] is not last:
-            kept[-1] = kept[-1].with_changes(comma=last.comma)
-        moved.append(arg.with_changes(value=dictionary.with_changes(elements=kept)))
-    moved[-1] = moved[-1].with_changes(comma=arg.comma)
-    args: list[cst.Arg] = []
-    for existing in call.args:
-        args.extend(moved if existing is arg else [existing])
-    return ctx.code_for(call.with_changes(args=args))
 
 
 def declared_resources(model: SemanticModel) -> set[str] | None:

@@ -224,35 +224,46 @@ bound elsewhere.
         return f"`resources=` names {named}, which Ray 2.60 rejects {when} (ValueError: {TASK_ERROR}); use {keywords}"
 
     def _fix(self, ctx: Context, call: cst.Call, arg: cst.Arg, dictionary: cst.Dict) -> FixPlan | None:
-        if any(a.star == "**" for a in call.args):
+        text = move_entries_to_keywords(ctx, call, arg, dictionary, RESERVED)
+        if text is None:
             return None
-        present = {a.keyword.value for a in call.args if a.keyword is not None}
-        position = list(call.args).index(arg)
-        previous = call.args[position - 1].comma if position else None
-        separator = previous if isinstance(previous, cst.Comma) else cst.MaybeSentinel.DEFAULT  # keeps a multi-line layout
-        moved: list[cst.Arg] = []
-        kept: list[cst.BaseDictElement] = []
-        for element in dictionary.elements:
-            key = literal_string(element.key) if isinstance(element, cst.DictElement) else None
-            if key is None or key not in RESERVED:
-                kept.append(element)
-                continue
-            keyword = RESERVED[key]
-            if keyword in present:
-                return None
-            present.add(keyword)
-            moved.append(cst.Arg(value=element.value, keyword=cst.Name(keyword), equal=arg.equal, comma=separator))
-        if kept:
-            last = dictionary.elements[-1]
-            if kept[-1] is not last:
-                kept[-1] = kept[-1].with_changes(comma=last.comma)
-            moved.append(arg.with_changes(value=dictionary.with_changes(elements=kept)))
-        moved[-1] = moved[-1].with_changes(comma=arg.comma)
-        args: list[cst.Arg] = []
-        for existing in call.args:
-            args.extend(moved if existing is arg else [existing])
-        text = ctx.code_for(call.with_changes(args=args))
         return FixPlan("Move `CPU` / `GPU` to `num_cpus` / `num_gpus`", ((call, text),), Applicability.SAFE)
+
+
+def move_entries_to_keywords(
+    ctx: Context, call: cst.Call, arg: cst.Arg, dictionary: cst.Dict, keyword_of: dict[str, str]
+) -> str | None:
+    """The call's source with each `resources=` entry whose key is in `keyword_of` moved to that keyword
+    argument, in the place of `resources=` (dropped when nothing is left in it); None when the call
+    unpacks `**kwargs` or already has one of the keywords."""
+    if any(a.star == "**" for a in call.args):
+        return None
+    present = {a.keyword.value for a in call.args if a.keyword is not None}
+    position = list(call.args).index(arg)
+    previous = call.args[position - 1].comma if position else None
+    separator = previous if isinstance(previous, cst.Comma) else cst.MaybeSentinel.DEFAULT  # keeps a multi-line layout
+    moved: list[cst.Arg] = []
+    kept: list[cst.BaseDictElement] = []
+    for element in dictionary.elements:
+        key = literal_string(element.key) if isinstance(element, cst.DictElement) else None
+        if key is None or key not in keyword_of:
+            kept.append(element)
+            continue
+        keyword = keyword_of[key]
+        if keyword in present:
+            return None
+        present.add(keyword)
+        moved.append(cst.Arg(value=element.value, keyword=cst.Name(keyword), equal=arg.equal, comma=separator))
+    if kept:
+        last = dictionary.elements[-1]
+        if kept[-1] is not last:
+            kept[-1] = kept[-1].with_changes(comma=last.comma)
+        moved.append(arg.with_changes(value=dictionary.with_changes(elements=kept)))
+    moved[-1] = moved[-1].with_changes(comma=arg.comma)
+    args: list[cst.Arg] = []
+    for existing in call.args:
+        args.extend(moved if existing is arg else [existing])
+    return ctx.code_for(call.with_changes(args=args))
 
 
 def _reserved_keys(dictionary: cst.Dict) -> Iterator[str]:

@@ -63,16 +63,10 @@ def _appended_children(model: SemanticModel, info: FunctionInfo, name: str) -> l
     """For a list bound empty: each `name.append(child.remote(...))` in the function, as (receiver,
     submission); empty when anything else is appended."""
     found: list[tuple[cst.Name, cst.Call]] = []
-    for site in model.calls_by_tail.get("append", ()):
-        func = site.node.func
-        if not (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == name):
-            continue
-        if site.scope.function is not info.scope:
-            continue
-        appended = site.node.args[0].value if len(site.node.args) == 1 else None
+    for receiver, appended in model.appends_in(info.scope, name):
         if appended is None or not _child_ref(model, appended):
             return []
-        found.append((func.value, appended))
+        found.append((receiver, appended))
     return found
 
 

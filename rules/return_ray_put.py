@@ -291,16 +291,10 @@ def _appended_puts(model: SemanticModel, info: FunctionInfo, name: str) -> list[
     """For a list bound empty: each `name.append(ray.put(...))` in the function, as (receiver, put);
     empty when anything else is appended."""
     found: list[tuple[cst.Name, cst.Call]] = []
-    for site in model.calls_by_tail.get("append", ()):
-        func = site.node.func
-        if not (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == name):
-            continue
-        if site.scope.function is not info.scope:
-            continue
-        appended = site.node.args[0].value if len(site.node.args) == 1 else None
+    for receiver, appended in model.appends_in(info.scope, name):
         if appended is None or not _is_put(model, appended):
             return []
-        found.append((func.value, appended))
+        found.append((receiver, appended))
     return found
 
 
