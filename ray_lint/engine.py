@@ -37,6 +37,7 @@ class _ScannedText(str):
     (`.remote(`, `ray.get(`), and each search is a scan of the whole file."""
 
     __slots__ = ("_found",)
+    _found: dict[object, bool]
 
     def __new__(cls, text: str) -> _ScannedText:
         scanned = super().__new__(cls, text)
