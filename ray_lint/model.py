@@ -107,6 +107,23 @@ def iter_subtree(node: cst.CSTNode, *, into_functions: bool = True) -> Iterator[
         stack.extend(reversed(list(child_nodes(current))))
 
 
+def path_to(root: cst.CSTNode, target: cst.CSTNode, *, into_functions: bool = True) -> list[cst.CSTNode] | None:
+    """The nodes from `root` down to `target` (both included), optionally not descending into nested
+    defs, classes and lambdas; None when `target` is not found."""
+    stack: list[tuple[cst.CSTNode, int]] = [(root, 0)]
+    path: list[cst.CSTNode] = []
+    while stack:
+        node, depth = stack.pop()
+        del path[depth:]
+        path.append(node)
+        if node is target:
+            return path
+        if not into_functions and node is not root and isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            continue
+        stack.extend((child, depth + 1) for child in reversed(list(child_nodes(node))))
+    return None
+
+
 def dotted_name(expr: cst.BaseExpression) -> str | None:
     """`a.b.c` as text, or None for anything that is not a plain dotted name."""
     parts: list[str] = []
@@ -591,6 +608,16 @@ class SemanticModel:
         info = self.function_info(remote.target)  # type: ignore[arg-type]
         return [info] if info is not None else []
 
+    def parameter_defaults(self, remote: RemoteDef) -> Iterator[tuple[FunctionInfo, cst.Param, cst.BaseExpression, int]]:
+        """Each parameter default of the remote's functions, as (function, parameter, default, event): defaults
+        are evaluated in the function's parent scope, just before the `def` binds its name."""
+        for function in self.remote_functions(remote):
+            at = self._definition_index(function.node, function.parent_scope)
+            params = function.node.params
+            for param in (*params.posonly_params, *params.params, *params.kwonly_params):
+                if param.default is not None:
+                    yield function, param, param.default, at
+
     @cached_property
     def _remote_by_scope(self) -> dict[int, tuple[RemoteDef, FunctionInfo]]:
         return {id(info.scope): (remote, info) for remote in self.remote_defs for info in self.remote_functions(remote)}
@@ -716,6 +743,16 @@ class SemanticModel:
                 return Submission("actor-method", call, actor, receiver.value, receiver.attr.value)
         return Submission("unknown", call)
 
+    def looped_task_submissions(self) -> Iterator[tuple[CallSite, RemoteDef]]:
+        """Each `.remote(...)` call inside a loop that submits a task of this module, with the task."""
+        for site in self.calls_by_tail.get("remote", ()):
+            if site.loop is None:
+                continue
+            submission = self.submission(site.node)
+            if submission is None or submission.kind != "task" or submission.remote is None:
+                continue
+            yield site, submission.remote
+
     def _names_module(self, expr: cst.BaseExpression, scope: Scope, at: int) -> bool:
         """Whether `expr` is an imported module or name (so `mod.f.remote()` is a task, not a method)."""
         return self.qualified_name(expr, scope, at) is not None
@@ -771,6 +808,11 @@ class SemanticModel:
 
     def _appended_refs(self, binding: Binding) -> bool:
         """Whether a list bound empty is later filled with `name.append(ref)`."""
+        return any(self.ref_origin(value, site.scope, site.index) for site, value in self.appends_to(binding))
+
+    def appends_to(self, binding: Binding) -> list[tuple[CallSite, cst.BaseExpression]]:
+        """Each later `name.append(value)` (one argument) on the value `binding` bound, with the value."""
+        found: list[tuple[CallSite, cst.BaseExpression]] = []
         for site in self.calls_by_tail.get("append", ()):
             func = site.node.func
             if (
@@ -778,12 +820,23 @@ class SemanticModel:
                 and isinstance(func.value, cst.Name)
                 and func.value.value == binding.name
                 and site.index > binding.index
-                and self.reaching_binding(binding.name, site.scope, site.index) is binding
                 and len(site.node.args) == 1
-                and self.ref_origin(site.node.args[0].value, site.scope, site.index)
+                and self.reaching_binding(binding.name, site.scope, site.index) is binding
             ):
-                return True
-        return False
+                found.append((site, site.node.args[0].value))
+        return found
+
+    def appends_in(self, function: Scope, name: str) -> list[tuple[cst.Name, cst.BaseExpression | None]]:
+        """Each `name.append(...)` call in the function's body (its comprehensions included), as
+        (receiver, appended value; None unless the call has exactly one argument)."""
+        found: list[tuple[cst.Name, cst.BaseExpression | None]] = []
+        for site in self.calls_by_tail.get("append", ()):
+            func = site.node.func
+            if not (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == name):
+                continue
+            if site.scope.function is function:
+                found.append((func.value, site.node.args[0].value if len(site.node.args) == 1 else None))
+        return found
 
     @cached_property
     def _comprehension_scopes(self) -> dict[int, Scope]:

@@ -161,7 +161,7 @@ class SizeFolder:
                 count = self._product(shape_args, scope, at, depth)
             item_size = self._dtype_size(keywords.get("dtype"), scope, at, _TORCH_ITEM_SIZES, 4)
         elif name in ("bytes", "bytearray") and len(positional) == 1 and not keywords:
-            count, item_size = self._int(positional[0], scope, at, depth), 1
+            count, item_size = constant_int(self.model, positional[0], scope, at, depth), 1
         elif (name in _NUMPY_LIKE or name in _TORCH_LIKE) and positional and "dtype" not in keywords:
             copied = self.size_of(positional[0], scope, at, depth + 1)
             return Size(copied.bytes, call) if copied is not None else None
@@ -172,7 +172,7 @@ class SizeFolder:
     def _size_of_repetition(self, expr: cst.BinaryOperation, scope: Scope, at: int, depth: int) -> Size | None:
         """`b"x" * n`, `"ab" * n`, `[0] * n` (either way round)."""
         for sequence, times in ((expr.left, expr.right), (expr.right, expr.left)):
-            count = self._int(times, scope, at, depth)
+            count = constant_int(self.model, times, scope, at, depth)
             if count is None:
                 continue
             if isinstance(sequence, cst.SimpleString):
@@ -191,48 +191,16 @@ class SizeFolder:
             if any(not isinstance(element, cst.Element) for element in shape.elements):
                 return None
             return self._product([element.value for element in shape.elements], scope, at, depth)
-        return self._int(shape, scope, at, depth)
+        return constant_int(self.model, shape, scope, at, depth)
 
     def _product(self, factors: list[cst.BaseExpression], scope: Scope, at: int, depth: int) -> int | None:
         product = 1
         for factor in factors:
-            value = self._int(factor, scope, at, depth)
+            value = constant_int(self.model, factor, scope, at, depth)
             if value is None or value < 0:
                 return None
             product *= value
         return product
-
-    def _int(self, expr: cst.BaseExpression | None, scope: Scope, at: int, depth: int) -> int | None:
-        """A non-negative int that the code computes from literals and names bound to them."""
-        if expr is None or depth > _MAX_DEPTH:
-            return None
-        if isinstance(expr, cst.Integer):
-            value = expr.evaluated_value
-            return value if isinstance(value, int) else None
-        if isinstance(expr, cst.Name):
-            binding = self.model.reaching_binding(expr.value, scope, at)
-            if binding is None or binding.kind != "assign" or binding.value is None:
-                return None
-            if len(binding.scope.bindings[expr.value]) > 1:
-                return None  # rebound somewhere: the value at run time is not certain
-            return self._int(binding.value, binding.scope, binding.index, depth + 1)
-        if isinstance(expr, cst.BinaryOperation):
-            left = self._int(expr.left, scope, at, depth + 1)
-            right = self._int(expr.right, scope, at, depth + 1)
-            if left is None or right is None:
-                return None
-            operator = expr.operator
-            if isinstance(operator, cst.Multiply):
-                return left * right
-            if isinstance(operator, cst.Add):
-                return left + right
-            if isinstance(operator, cst.Power) and right <= 64:
-                return left**right
-            if isinstance(operator, cst.FloorDivide) and right:
-                return left // right
-            if isinstance(operator, cst.LeftShift) and right <= 64:
-                return left << right
-        return None
 
     def _dtype_size(
         self, dtype: cst.BaseExpression | None, scope: Scope, at: int, sizes: dict[str, int], default: int
@@ -247,6 +215,48 @@ class SizeFolder:
             return None
         library, _, short = name.rpartition(".")
         return sizes.get(short) if library in ("numpy", "torch", "") else None
+
+
+def constant_int(
+    model: SemanticModel, expr: cst.BaseExpression | None, scope: Scope, at: int, depth: int = 0, *, signed: bool = False
+) -> int | None:
+    """An int the code computes from literals and names bound once to such ints (`N = 10_000`, `2 * N`).
+    Unless `signed`, the result is a count: never negative, with `a << b` folded; when `signed`, `-a` and
+    `a - b` are folded instead (as for `range` bounds)."""
+    if expr is None or depth > _MAX_DEPTH:
+        return None
+    if isinstance(expr, cst.Integer):
+        value = expr.evaluated_value
+        return value if isinstance(value, int) else None
+    if signed and isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus):
+        inner = constant_int(model, expr.expression, scope, at, depth + 1, signed=signed)
+        return -inner if inner is not None else None
+    if isinstance(expr, cst.Name):
+        binding = model.reaching_binding(expr.value, scope, at)
+        if binding is None or binding.kind != "assign" or binding.value is None:
+            return None
+        if len(binding.scope.bindings[expr.value]) > 1:
+            return None  # rebound somewhere: the value at run time is not certain
+        return constant_int(model, binding.value, binding.scope, binding.index, depth + 1, signed=signed)
+    if isinstance(expr, cst.BinaryOperation):
+        left = constant_int(model, expr.left, scope, at, depth + 1, signed=signed)
+        right = constant_int(model, expr.right, scope, at, depth + 1, signed=signed)
+        if left is None or right is None:
+            return None
+        operator = expr.operator
+        if isinstance(operator, cst.Multiply):
+            return left * right
+        if isinstance(operator, cst.Add):
+            return left + right
+        if signed and isinstance(operator, cst.Subtract):
+            return left - right
+        if isinstance(operator, cst.FloorDivide) and right:
+            return left // right
+        if isinstance(operator, cst.Power) and 0 <= right <= 64:
+            return left**right
+        if not signed and isinstance(operator, cst.LeftShift) and right <= 64:
+            return left << right
+    return None
 
 
 def _builtin(expr: cst.BaseExpression, model: SemanticModel, scope: Scope, at: int) -> str | None:

@@ -88,11 +88,6 @@ def captures(model: SemanticModel, remote: RemoteDef, scopes: dict[int, Scope]) 
     return list(found.values())
 
 
-def definition_index(node: cst.FunctionDef | cst.ClassDef, scope: Scope) -> int:
-    """The event at which `def`/`class` binds its name: default values are evaluated just before it."""
-    return next((b.index for b in scope.bindings.get(node.name.value, ()) if b.node is node), 1 << 62)
-
-
 def _definition_scope(model: SemanticModel, remote: RemoteDef) -> Scope | None:
     if remote.cls is not None:
         return remote.cls.scope.parent
@@ -387,16 +382,11 @@ and every call site, possibly in other files.
     ) -> Iterator[tuple[cst.CSTNode, str, Size]]:
         """Large parameter defaults of the remote's functions, and large class attributes of an actor class:
         values stored in the definition itself."""
-        for function in model.remote_functions(remote):
-            at = definition_index(function.node, function.parent_scope)
-            params = function.node.params
-            for param in (*params.posonly_params, *params.params, *params.kwonly_params):
-                if param.default is None:
-                    continue
-                size = model.size_of(param.default, function.parent_scope, at)
-                if size is not None and size.at_least(threshold):
-                    method = f"method `{function.node.name.value}` of " if remote.cls is not None else ""
-                    yield param.default, f"The default value of parameter `{param.name.value}` of {method}", size
+        for function, param, default, at in model.parameter_defaults(remote):
+            size = model.size_of(default, function.parent_scope, at)
+            if size is not None and size.at_least(threshold):
+                method = f"method `{function.node.name.value}` of " if remote.cls is not None else ""
+                yield default, f"The default value of parameter `{param.name.value}` of {method}", size
         if remote.cls is None:
             return
         for name, bindings in remote.cls.scope.bindings.items():

@@ -9,7 +9,7 @@ from ray_lint.diagnostics import Severity
 from ray_lint.model import RefOrigin, SemanticModel
 from ray_lint.rule import REMOTE_MADE, Context, Invalid, Rule, Valid
 
-from .closure_capture_large import Capture, captured_by_remotes, definition_index, remote_kind
+from .closure_capture_large import Capture, captured_by_remotes, remote_kind
 
 # A ref comes from `.remote(...)` or `ray.put(...)` (also `from ray import put`).
 REF_TOKENS = (".remote(", "put(", " put")
@@ -179,20 +179,14 @@ every call site, and Ray resolves a top-level ref argument to its value, so the 
                         "it pins the object in the object store until the job ends; pass it to the "
                         f"{'actor or method' if remote.kind == 'actor' else 'task'} as an argument instead",
                     )
-            for function in model.remote_functions(remote):
-                at = definition_index(function.node, function.parent_scope)
-                params = function.node.params
-                for param in (*params.posonly_params, *params.params, *params.kwonly_params):
-                    if param.default is None:
-                        continue
-                    origin = model.ref_origin(param.default, function.parent_scope, at)
-                    if origin is not None:
-                        ctx.report(
-                            param.default,
-                            f"The default value of parameter `{param.name.value}` of the {remote_kind(remote)} "
-                            f"`{remote.name}` is an ObjectRef: pickled with the definition, it pins the object in the "
-                            "object store until the job ends; pass the ref at each call instead",
-                        )
+            for function, param, default, at in model.parameter_defaults(remote):
+                if model.ref_origin(default, function.parent_scope, at) is not None:
+                    ctx.report(
+                        default,
+                        f"The default value of parameter `{param.name.value}` of the {remote_kind(remote)} "
+                        f"`{remote.name}` is an ObjectRef: pickled with the definition, it pins the object in the "
+                        "object store until the job ends; pass the ref at each call instead",
+                    )
 
     def _captured_ref(self, model: SemanticModel, capture: Capture) -> RefOrigin | None:
         """Where the captured name's ref comes from, when every binding of the name holds one."""

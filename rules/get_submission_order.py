@@ -401,7 +401,7 @@ def _producers(
         return ()
     made = tuple(_made_by(model, element.value, scope, at) for element in producer.elements)
     if isinstance(producer, cst.List) and binding is not None:
-        made += _appended(model, binding)
+        made += tuple(_made_by(model, value, site.scope, site.index) for site, value in model.appends_to(binding))
     return made
 
 
@@ -409,23 +409,6 @@ def _made_by(model: SemanticModel, expr: cst.BaseExpression, scope: Scope, at: i
     """The `.remote(...)` or `ray.put(...)` call behind a ref expression, when the module shows it."""
     origin = model.ref_origin(expr, scope, at)
     return origin.producer if origin is not None and origin.kind == "ref" else expr
-
-
-def _appended(model: SemanticModel, binding: Binding) -> tuple[cst.BaseExpression, ...]:
-    """The refs appended with `refs.append(x)` to the list that `binding` bound empty."""
-    found: list[cst.BaseExpression] = []
-    for site in model.calls_by_tail.get("append", ()):
-        func = site.node.func
-        if (
-            isinstance(func, cst.Attribute)
-            and isinstance(func.value, cst.Name)
-            and func.value.value == binding.name
-            and site.index > binding.index
-            and len(site.node.args) == 1
-            and model.reaching_binding(binding.name, site.scope, site.index) is binding
-        ):
-            found.append(_made_by(model, site.node.args[0].value, site.scope, site.index))
-    return tuple(found)
 
 
 def _independent(model: SemanticModel, found: _RefLoop) -> bool:

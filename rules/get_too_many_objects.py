@@ -17,11 +17,10 @@ from ray_lint.model import (
     iter_subtree,
 )
 from ray_lint.rule import Context, Invalid, Option, Rule, Valid
-from ray_lint.sizes import format_bytes
+from ray_lint.sizes import constant_int, format_bytes
 
 # Calls whose result is a scalar or a short string: such task results are inlined and cheap.
 SMALL_RESULT_CALLS = frozenset({"len", "int", "float", "bool", "round", "abs", "hash", "id", "item"})
-MAX_DEPTH = 8
 
 
 class GetTooManyObjects(Rule):
@@ -303,46 +302,10 @@ def _range_length(model: SemanticModel, iterable: cst.BaseExpression, scope: Sco
         return None
     if any(arg.star or arg.keyword is not None for arg in iterable.args):
         return None
-    bounds = [_constant_int(model, arg.value, scope, at) for arg in iterable.args]
+    bounds = [constant_int(model, arg.value, scope, at, signed=True) for arg in iterable.args]
     if any(bound is None for bound in bounds) or (len(bounds) == 3 and bounds[2] == 0):
         return None
     return len(range(*bounds))  # type: ignore[arg-type]
-
-
-def _constant_int(model: SemanticModel, expr: cst.BaseExpression, scope: Scope, at: int, depth: int = 0) -> int | None:
-    """An int the code computes from literals and names bound once to such ints (`N = 10_000`, `2 * N`)."""
-    if depth > MAX_DEPTH:
-        return None
-    if isinstance(expr, cst.Integer):
-        value = expr.evaluated_value
-        return value if isinstance(value, int) else None
-    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus):
-        inner = _constant_int(model, expr.expression, scope, at, depth + 1)
-        return -inner if inner is not None else None
-    if isinstance(expr, cst.Name):
-        binding = model.reaching_binding(expr.value, scope, at)
-        if binding is None or binding.kind != "assign" or binding.value is None:
-            return None
-        if len(binding.scope.bindings[expr.value]) > 1:
-            return None  # rebound somewhere: the value at run time is not certain
-        return _constant_int(model, binding.value, binding.scope, binding.index, depth + 1)
-    if isinstance(expr, cst.BinaryOperation):
-        left = _constant_int(model, expr.left, scope, at, depth + 1)
-        right = _constant_int(model, expr.right, scope, at, depth + 1)
-        if left is None or right is None:
-            return None
-        operator = expr.operator
-        if isinstance(operator, cst.Multiply):
-            return left * right
-        if isinstance(operator, cst.Add):
-            return left + right
-        if isinstance(operator, cst.Subtract):
-            return left - right
-        if isinstance(operator, cst.FloorDivide) and right:
-            return left // right
-        if isinstance(operator, cst.Power) and 0 <= right <= 64:
-            return left**right
-    return None
 
 
 def _result_size(model: SemanticModel, submission: Submission) -> int | str:

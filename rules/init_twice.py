@@ -89,15 +89,15 @@ def _calls_exit(model: SemanticModel, scope: Scope, statement: cst.CSTNode) -> b
     return model.qualified_name(func, scope, 1 << 62) in EXIT_FUNCTIONS
 
 
-def _tolerant(call: cst.Call) -> bool:
-    """Whether a second `ray.init` is allowed to find Ray running: `ignore_reinit_error` not provably false, or `**kwargs`."""
+def tolerates_reinit(call: cst.Call) -> bool:
+    """Whether a `ray.init` call may just find Ray running and reuse it: `ignore_reinit_error` not provably
+    false, or `**kwargs`."""
     for arg in call.args:
         if arg.star == "**":
             return True
         if arg.keyword is not None and arg.keyword.value == "ignore_reinit_error":
             value = arg.value
-            falsy = (isinstance(value, cst.Name) and value.value in ("False", "None")) or literal_number(value) == 0
-            return not falsy
+            return not ((isinstance(value, cst.Name) and value.value in ("False", "None")) or literal_number(value) == 0)
     return False
 
 
@@ -248,7 +248,7 @@ for the author.
             resets = resets_by_scope.get(key, [])
             parents: dict[int, cst.CSTNode] | None = None
             for position, second in enumerate(sites):
-                if _tolerant(second.node):
+                if tolerates_reinit(second.node):
                     continue
                 loop = self._repeating_loop(model, second, resets)
                 if parents is None and (position > 0 or loop is not None):

@@ -375,7 +375,7 @@ def _fetched_is_array(model: SemanticModel, site: CallSite) -> bool:
 
 
 def _copy_result(ctx: Context, call: cst.Call) -> FixPlan:
-    return FixPlan("Copy the array before writing to it", ((call, _source(ctx, call) + ".copy()"),), Applicability.UNSAFE)
+    return FixPlan("Copy the array before writing to it", ((call, ctx.model.source_of(call) + ".copy()"),), Applicability.UNSAFE)
 
 
 def _assigned_name(statement: cst.CSTNode | None, value: cst.Call) -> str | None:
@@ -487,15 +487,6 @@ def _subscript_root(expr: cst.Subscript) -> str | None:
     return value.value if isinstance(value, cst.Name) else None
 
 
-def _source(ctx: Context, node: cst.CSTNode) -> str:
-    """The node's text as written (`code_for` drops the block's indentation from continuation lines)."""
-    span = ctx.model.position(node)
-    lines = ctx.model.module.code.splitlines(keepends=True)[span.start.line - 1 : span.end.line]
-    if len(lines) == 1:
-        return lines[0][span.start.column : span.end.column]
-    return lines[0][span.start.column :] + "".join(lines[1:-1]) + lines[-1][: span.end.column]
-
-
 def _copy_first(ctx: Context, info: FunctionInfo, param: cst.Param) -> FixPlan | None:
     """`name = name.copy()` as the function's first statement (after its docstring); not for a parameter
     with a default value, which may be None."""
@@ -523,5 +514,5 @@ def _copy_first(ctx: Context, info: FunctionInfo, param: cst.Param) -> FixPlan |
     indent = ctx.model.module.code.splitlines()[span.start.line - 1][: span.start.column]
     if indent.strip():
         return None
-    text = f"{name} = {name}.copy()\n{indent}{_source(ctx, anchor)}"
+    text = f"{name} = {name}.copy()\n{indent}{ctx.model.source_of(anchor)}"
     return FixPlan(f"Copy `{name}` before writing to it", ((anchor, text),), Applicability.UNSAFE)

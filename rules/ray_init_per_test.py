@@ -9,8 +9,10 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from ray_lint.diagnostics import Severity
-from ray_lint.model import CallSite, ClassInfo, FunctionInfo, SemanticModel, iter_subtree, literal_number, literal_string
+from ray_lint.model import CallSite, ClassInfo, FunctionInfo, SemanticModel, iter_subtree, literal_string
 from ray_lint.rule import Context, Invalid, Rule, Valid
+
+from .init_twice import tolerates_reinit
 
 LAST = 1 << 62
 FIXTURES = ("pytest.fixture", "pytest_asyncio.fixture")
@@ -89,17 +91,6 @@ def _mentions_isolation(function: cst.FunctionDef) -> bool:
             return True
         if isinstance(node, cst.Name) and node.value in ISOLATION_NAMES:
             return True
-    return False
-
-
-def _tolerant(call: cst.Call) -> bool:
-    """`ignore_reinit_error` not provably false, or `**kwargs`: the call may just reuse a running Ray."""
-    for arg in call.args:
-        if arg.star == "**":
-            return True
-        if arg.keyword is not None and arg.keyword.value == "ignore_reinit_error":
-            value = arg.value
-            return not ((isinstance(value, cst.Name) and value.value in ("False", "None")) or literal_number(value) == 0)
     return False
 
 
@@ -310,7 +301,7 @@ fresh one (killed actors, named actors, per-test `_system_config`, environment v
             info = model.function_info(function.node) if function is not None and isinstance(function.node, cst.FunctionDef) else None
             if info is None or _mentions_isolation(info.node):
                 continue
-            fresh_each_time = id(info.node) in shutdowns or not (_tolerant(site.node) or id(info.node) in guarded)
+            fresh_each_time = id(info.node) in shutdowns or not (tolerates_reinit(site.node) or id(info.node) in guarded)
             message = self._setup_message(model, info, tests, shutdowns, fresh_each_time)
             if message is None:
                 message = self._fixture_message(model, info, tests, fresh_each_time)

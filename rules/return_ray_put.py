@@ -298,18 +298,9 @@ def _appended_puts(model: SemanticModel, info: FunctionInfo, name: str) -> list[
     return found
 
 
-def _source(ctx: Context, node: cst.CSTNode) -> str:
-    """The node's text as written (`code_for` drops the block's indentation from continuation lines)."""
-    span = ctx.model.position(node)
-    lines = ctx.model.module.code.splitlines(keepends=True)[span.start.line - 1 : span.end.line]
-    if len(lines) == 1:
-        return lines[0][span.start.column : span.end.column]
-    return lines[0][span.start.column :] + "".join(lines[1:-1]) + lines[-1][: span.end.column]
-
-
 def _fix(ctx: Context, put: cst.Call) -> FixPlan:
     argument = put.args[0].value
-    text = _source(ctx, argument)
+    text = ctx.model.source_of(argument)
     if isinstance(argument, _NEEDS_PARENS) or "\n" in text:
         text = f"({text})"
     return FixPlan("Return the value instead of `ray.put(value)`", ((put, text),), Applicability.UNSAFE)

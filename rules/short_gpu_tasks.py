@@ -265,13 +265,7 @@ changes the structure of the code.
         model = ctx.model
         long_body = _LongBody(model, self.settings["max-statements"])
         verdicts: dict[int, bool] = {}
-        for site in model.calls_by_tail.get("remote", ()):
-            if site.loop is None:
-                continue
-            submission = model.submission(site.node)
-            if submission is None or submission.kind != "task" or submission.remote is None:
-                continue
-            remote = submission.remote
+        for site, remote in model.looped_task_submissions():
             gpus = _gpus(remote)
             if gpus is None or gpus <= 0 or "max_calls" in remote.options.values:
                 continue

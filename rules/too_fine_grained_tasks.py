@@ -460,13 +460,7 @@ on the workload.
             return
         tiny = _TinyBody(model, self.settings["max-statements"])
         verdicts: dict[int, bool] = {}
-        for site in model.calls_by_tail.get("remote", ()):
-            if site.loop is None:
-                continue
-            submission = model.submission(site.node)
-            if submission is None or submission.kind != "task" or submission.remote is None:
-                continue
-            remote = submission.remote
+        for site, remote in model.looped_task_submissions():
             info = model.function_info(remote.target) if isinstance(remote.target, cst.FunctionDef) else None
             if info is None or model.gpu_request(remote) == "requested":
                 continue
