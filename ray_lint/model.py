@@ -385,6 +385,14 @@ class SemanticModel:
             current, same_scope = current.parent, False
         return None
 
+    def sole_assignment(self, name: str, scope: Scope, at: int) -> Binding | None:
+        """The binding of `name` at `at` when it is the name's only binding in its scope and a plain
+        `name = value`: no branch, loop or later statement can have given it another value."""
+        binding = self.reaching_binding(name, scope, at)
+        if binding is None or binding.kind != "assign" or binding.value is None:
+            return None
+        return binding if len(binding.scope.bindings.get(name, ())) == 1 else None
+
     def qualified_name(self, expr: cst.BaseExpression, scope: Scope, at: int, _depth: int = 0) -> str | None:
         """`ray.get` for `ray.get`, `r.get` (after `import ray as r`), `fetch` (after
         `from ray import get as fetch`) and `get = ray.get; get`; None for local or unknown names."""

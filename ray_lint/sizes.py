@@ -232,11 +232,9 @@ def constant_int(
         inner = constant_int(model, expr.expression, scope, at, depth + 1, signed=signed)
         return -inner if inner is not None else None
     if isinstance(expr, cst.Name):
-        binding = model.reaching_binding(expr.value, scope, at)
-        if binding is None or binding.kind != "assign" or binding.value is None:
+        binding = model.sole_assignment(expr.value, scope, at)  # rebound somewhere: the value is not certain
+        if binding is None or binding.value is None:
             return None
-        if len(binding.scope.bindings[expr.value]) > 1:
-            return None  # rebound somewhere: the value at run time is not certain
         return constant_int(model, binding.value, binding.scope, binding.index, depth + 1, signed=signed)
     if isinstance(expr, cst.BinaryOperation):
         left = constant_int(model, expr.left, scope, at, depth + 1, signed=signed)

@@ -292,10 +292,8 @@ module. It is not offered for `os.fork()`, for names imported from `multiprocess
         """The start method of a `get_context(...)` value: "fork", "default" (no argument), another
         literal, or None when `expr` is not known to be a context or its method is not literal."""
         if isinstance(expr, cst.Name):
-            binding = model.reaching_binding(expr.value, site.scope, site.index)
-            if binding is None or binding.kind != "assign" or binding.value is None:
-                return None
-            if len(binding.scope.bindings.get(expr.value, ())) != 1:
+            binding = model.sole_assignment(expr.value, site.scope, site.index)
+            if binding is None or binding.value is None:
                 return None
             expr = binding.value
             scope, at = binding.scope, binding.index

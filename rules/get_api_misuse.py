@@ -48,14 +48,8 @@ def _is_builtin(model: SemanticModel, name: str, scope: Scope, at: int) -> bool:
 
 
 def _sole_assignment(model: SemanticModel, name: cst.Name, scope: Scope, at: int) -> cst.BaseExpression | None:
-    """The value of `name` when its only binding in its scope is one plain assignment (so no branch,
-    loop or later statement can have given it another value), else None."""
-    binding = model.reaching_binding(name.value, scope, at)
-    if binding is None or binding.kind != "assign" or binding.value is None:
-        return None
-    if len(binding.scope.bindings.get(name.value, ())) != 1:
-        return None
-    return binding.value
+    binding = model.sole_assignment(name.value, scope, at)
+    return binding.value if binding is not None else None
 
 
 def _is_dict(model: SemanticModel, expr: cst.BaseExpression, scope: Scope, at: int) -> bool:

@@ -353,10 +353,8 @@ def _sql_text(model: SemanticModel, expr: cst.BaseExpression, site: CallSite) ->
     if isinstance(expr, cst.Call) and len(expr.args) == 1:
         expr = expr.args[0].value
     if isinstance(expr, cst.Name):
-        binding = model.reaching_binding(expr.value, site.scope, site.index)
-        if binding is None or binding.kind != "assign" or binding.value is None:
-            return None
-        if len(binding.scope.bindings.get(expr.value, ())) != 1:
+        binding = model.sole_assignment(expr.value, site.scope, site.index)
+        if binding is None or binding.value is None:
             return None
         expr = binding.value
     if isinstance(expr, cst.FormattedString):
