@@ -142,7 +142,7 @@ class BadResourceQuantity(Rule):
     message = "A literal resource quantity Ray rejects: negative, below 0.0001, not a number, or a fraction of a whole-only accelerator"
     severity = Severity.ERROR
     category = "api-misuse"
-    tokens = ("num_cpus", "num_gpus", "memory", "resources")
+    tokens = ("num_cpus", "num_gpus", "memory=", "memory =", "resources")  # `memory` alone is everywhere; only the keyword is checked
     also_tokens = (".remote", "import remote", ".map(", ".map_batches(", ".flat_map(", ".filter(")
     docs = """
 ## What it does

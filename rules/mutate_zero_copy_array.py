@@ -129,7 +129,7 @@ class MutateZeroCopyArray(Rule):
     fixable = True
     tokens = ("numpy",)  # every way this rule knows an array is a numpy one goes through an import of numpy
     # A parameter needs a remote def; a `ray.get` result needs a ref the file makes (`.remote(`, `ray.put(`).
-    also_tokens = (*REMOTE_MADE, "put(")
+    also_tokens = (*REMOTE_MADE, "ray.put(", "import put", ", put")
     docs = """
 ## What it does
 Finds an in-place write to a numpy array that came through Ray:
