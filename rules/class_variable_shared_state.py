@@ -5,15 +5,18 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import cached_property
 
 import libcst as cst
 
 from ray_lint.diagnostics import Severity
 from ray_lint.model import (
+    CallSite,
     FunctionInfo,
     RemoteDef,
     Scope,
     SemanticModel,
+    Store,
     iter_subtree,
     literal_string,
     scope_within,
@@ -43,10 +46,11 @@ class _Write:
 class _ActorClass:
     """One actor class: how its methods name the class, what they write to it and what they test."""
 
-    def __init__(self, model: SemanticModel, remote: RemoteDef) -> None:
+    def __init__(self, model: SemanticModel, remote: RemoteDef, code: _MethodCode) -> None:
         assert remote.cls is not None
         self.model = model
         self.remote = remote
+        self.code = code
         self.methods = model.remote_functions(remote)
         self.tested = {attr for method in self.methods for attr in self._tested_attributes(method)}
 
@@ -76,13 +80,9 @@ class _ActorClass:
         return found
 
     def writes(self) -> Iterator[_Write]:
-        model = self.model
         for method in self.methods:
-            inner = {id(scope) for scope in model.scopes if scope_within(scope, method.scope)}
             this = _first_param(method)
-            for store in model.stores:
-                if id(store.scope) not in inner:
-                    continue
+            for store in self.code.stores.get(id(method.scope), ()):
                 attr = self.class_attribute(store.target, method, store.scope)
                 if attr is None or attr in self.tested:
                     continue
@@ -93,9 +93,9 @@ class _ActorClass:
                     continue
                 how = "increments" if store.kind == "augassign" else "sets" if direct else "changes"
                 yield _Write(attr, store.statement, how)
-            for site in model.calls:
+            for site in self.code.calls.get(id(method.scope), ()):
                 func = site.node.func
-                if id(site.scope) not in inner or not isinstance(func, cst.Attribute) or func.attr.value not in CONTAINER_MUTATORS:
+                if not isinstance(func, cst.Attribute) or func.attr.value not in CONTAINER_MUTATORS:
                     continue
                 attr = self.class_attribute(func.value, method, site.scope)
                 if attr is not None and attr not in self.tested:
@@ -119,11 +119,38 @@ class _ActorClass:
         """Whether a method reads `attr` through `self`, the class name, `cls` or `type(self)`, or the class body binds it."""
         if self.remote.cls is not None and attr in self.remote.cls.scope.bindings:
             return True
-        for method in self.methods:
-            for node in iter_subtree(method.node.body):
-                if isinstance(node, cst.Attribute) and node.attr.value == attr:
-                    return True
-        return False
+        return attr in self._attributes_named
+
+    @cached_property
+    def _attributes_named(self) -> set[str]:
+        """Every attribute name the methods use, collected once for all the driver's stores."""
+        return {
+            node.attr.value for method in self.methods for node in iter_subtree(method.node.body) if isinstance(node, cst.Attribute)
+        }
+
+
+class _MethodCode:
+    """The stores and calls in the code of each actor method (its nested functions and comprehensions included),
+    indexed once for all actors instead of rescanning the module for every method."""
+
+    def __init__(self, model: SemanticModel, methods: set[int]) -> None:
+        self.stores: dict[int, list[Store]] = {}
+        self.calls: dict[int, list[CallSite]] = {}
+        for store in model.stores:
+            for key in _enclosing(store.scope, methods):
+                self.stores.setdefault(key, []).append(store)
+        for site in model.calls:
+            for key in _enclosing(site.scope, methods):
+                self.calls.setdefault(key, []).append(site)
+
+
+def _enclosing(scope: Scope, wanted: set[int]) -> Iterator[int]:
+    """The ids of `scope` and the scopes around it that are in `wanted`."""
+    current: Scope | None = scope
+    while current is not None:
+        if id(current) in wanted:
+            yield id(current)
+        current = current.parent
 
 
 def _first_param(method: FunctionInfo) -> str | None:
@@ -296,7 +323,9 @@ There is no automatic fix: where shared state should live is a design decision.
 
     def check(self, ctx: Context) -> None:
         model = ctx.model
-        actors = [_ActorClass(model, remote) for remote in model.remote_defs if remote.kind == "actor" and remote.cls is not None]
+        remotes = [remote for remote in model.remote_defs if remote.kind == "actor" and remote.cls is not None]
+        code = _MethodCode(model, {id(method.scope) for remote in remotes for method in model.remote_functions(remote)})
+        actors = [_ActorClass(model, remote, code) for remote in remotes]
         for actor in actors:
             reported: set[str] = set()
             for write in actor.writes():

@@ -3,25 +3,28 @@ which each hold their own copy."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from bisect import bisect_right
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 import libcst as cst
 
 from ray_lint.diagnostics import Severity
 from ray_lint.model import (
+    Binding,
     CallSite,
     FunctionInfo,
     Loop,
     RemoteDef,
     Scope,
     SemanticModel,
+    Store,
     Submission,
     child_nodes,
     dotted_name,
     names_read,
     root_name,
-    scope_within,
 )
 from ray_lint.rule import REMOTE_MADE, Context, Invalid, Rule, Valid
 
@@ -40,6 +43,7 @@ _NOT_READS = (cst.Import, cst.ImportFrom, cst.Global, cst.Nonlocal)
 _DEFINITIONS = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
 _CONDITIONS = (cst.If, cst.While, cst.IfExp, cst.Assert)
 _FAR = 1 << 62
+_T = TypeVar("_T")
 
 
 @dataclass(eq=False)
@@ -71,19 +75,38 @@ class _Change:
 
 
 class _Globals:
-    """The module's globals as the remote bodies and the driver code around them use them."""
+    """The module's globals as the remote bodies and the driver code around them use them. Stores, calls, loops
+    and bindings are indexed once by the scope whose code holds them, so that no query rescans the module."""
 
     def __init__(self, model: SemanticModel) -> None:
         self.model = model
         self.scopes = {id(scope.node): scope for scope in model.scopes}
+        module_bindings = model.module_scope.bindings
         self.binding_nodes = {id(b.node) for scope in model.scopes for bs in scope.bindings.values() for b in bs}
+        self.variable_names = {name for name, bindings in module_bindings.items() if all(b.kind in VARIABLE_KINDS for b in bindings)}
+        self.remote_targets = {id(remote.target) for remote in model.remote_defs}
+        # module bindings by node, numbered in the order `module_scope.bindings` lists them
+        self.module_bindings: dict[int, list[tuple[int, Binding]]] = {}
+        for number, binding in enumerate(b for bindings in module_bindings.values() for b in bindings):
+            self.module_bindings.setdefault(id(binding.node), []).append((number, binding))
+        functions = [(remote, function) for remote in model.remote_defs for function in model.remote_functions(remote)]
+        body_scopes = {id(function.scope) for _, function in functions}
+        # for each scope, the remote-body function scopes that enclose it (itself included)
+        self.in_bodies = {id(scope): _enclosing(scope, body_scopes) for scope in model.scopes}
+        self.inner: dict[int, list[Scope]] = _bucket(model.scopes, self.in_bodies, lambda scope: scope)
+        self.body_stores: dict[int, list[Store]] = _bucket(model.stores, self.in_bodies, lambda store: store.scope)
+        self.body_calls: dict[int, list[CallSite]] = _bucket(model.calls, self.in_bodies, lambda site: site.scope)
         self.helper_cache: dict[int, set[str]] = {}
-        self.bodies = [
-            self._body(remote, function) for remote in model.remote_defs for function in model.remote_functions(remote)
-        ]
-        self.remote_scopes = {
-            id(scope) for scope in model.scopes if any(scope_within(scope, body.function.scope) for body in self.bodies)
-        }
+        self.bodies = [self._body(remote, function) for remote, function in functions]
+        self.bodies_of: dict[int, list[_Body]] = {}
+        for body in self.bodies:
+            self.bodies_of.setdefault(id(body.remote), []).append(body)
+        self.remote_scopes = {id(scope) for scope in model.scopes if self.in_bodies[id(scope)]}
+        self.owned_stores: dict[int, list[Store]] = _by_owner(model.stores, lambda store: store.scope)
+        self.owned_calls: dict[int, list[CallSite]] = _by_owner(model.calls, lambda site: site.scope)
+        self.owned_loops: dict[int, list[Loop]] = _by_owner(model.loops, lambda loop: loop.scope)
+        restarts = [site for name in ("ray.init", "ray.shutdown") for site in model.calls_to(name)]
+        self.owned_restarts: dict[int, list[CallSite]] = _by_owner(restarts, lambda site: site.scope)
         self.submitted: dict[int, list[_Submitted]] = {}  # by driver scope
         for site in model.calls_by_tail.get("remote", ()):
             submission = model.submission(site.node)
@@ -92,16 +115,27 @@ class _Globals:
                 continue
             self.submitted.setdefault(id(driver), []).append(_Submitted(site, submission))
         self.driver_scopes = {id(scope): scope for scope in model.scopes if id(scope) in self.submitted}
+        self.submitted_by_remote: dict[int, list[tuple[Scope, _Submitted]]] = {}  # by remote, across drivers
+        for driver_id, calls in self.submitted.items():
+            for call in calls:
+                self.submitted_by_remote.setdefault(id(call.submission.remote), []).append((self.driver_scopes[driver_id], call))
+        self.writers: dict[str, set[int]] = {}  # the remotes whose bodies write each global
+        for body in self.bodies:
+            for name, _ in body.writes:
+                self.writers.setdefault(name, set()).add(id(body.remote))
+        self.other_readers: dict[str, _Body | None] = {}
+        self.own_uses: dict[int, list[tuple[cst.CSTNode, Scope]]] = {}
+        self.driver_reads: dict[tuple[int, str], tuple[list[int], list[cst.Name]]] = {}
+        self.written: dict[int, set[int]] = {}  # by driver: the names that stores and mutating calls go through
 
     # --- what a name is
 
     def is_global(self, name: str, scope: Scope) -> bool:
         """Whether `name`, used in `scope`, is a module-level variable (not a module, function or class)."""
-        binding = self.model.reaching_binding(name, scope, _FAR)
-        if binding is None or binding.scope is not self.model.module_scope:
+        if name not in self.variable_names:
             return False
-        bindings = self.model.module_scope.bindings.get(name, ())
-        return all(b.kind in VARIABLE_KINDS for b in bindings)
+        binding = self.model.reaching_binding(name, scope, _FAR)
+        return binding is not None and binding.scope is self.model.module_scope
 
     def is_container(self, name: str) -> bool:
         """Whether the global is bound to a list, dict, set or deque (not an object that may share state itself,
@@ -112,10 +146,9 @@ class _Globals:
 
     def _body(self, remote: RemoteDef, function: FunctionInfo) -> _Body:
         body = _Body(remote, function)
-        model = self.model
-        nodes: set[int] = set()
+        declared_bindings: list[tuple[int, Binding]] = []
         for node, scope in _uses(function.node.body, function.scope, self.scopes, into_functions=True):
-            nodes.add(id(node))
+            declared_bindings += self.module_bindings.get(id(node), ())
             if isinstance(node, _CONDITIONS):
                 body.tested |= names_read(node.test)
             elif isinstance(node, cst.BooleanOperation) and isinstance(node.operator, cst.Or):
@@ -125,20 +158,22 @@ class _Globals:
                     body.reads.add(node.value)
                 elif (helper := self._helper(node.value, scope)) is not None:
                     body.helper_reads |= self._helper_reads(helper, frozenset())
-        inner = [scope for scope in model.scopes if scope_within(scope, function.scope)]
-        inner_ids = {id(scope) for scope in inner}
-        declared: set[str] = set().union(*(scope.globals for scope in inner))
+        key = id(function.scope)
+        declared: set[str] = set().union(*(scope.globals for scope in self.inner.get(key, ())))
+        written: dict[str, list[tuple[int, Binding]]] = {}
+        for number, binding in sorted(dict(declared_bindings).items()):
+            written.setdefault(binding.name, []).append((number, binding))
         for name in declared:
-            for binding in model.module_scope.bindings.get(name, ()):
-                if id(binding.node) in nodes and binding.kind in ("assign", "augassign"):
+            for _, binding in written.get(name, ()):
+                if binding.kind in ("assign", "augassign"):
                     body.writes.append((name, binding.statement or binding.node))
-        for store in model.stores:
+        for store in self.body_stores.get(key, ()):
             stored = root_name(store.target)
-            if id(store.scope) in inner_ids and stored and self.is_global(stored, store.scope) and self.is_container(stored):
+            if stored and self.is_global(stored, store.scope) and self.is_container(stored):
                 body.writes.append((stored, store.statement))
-        for site in model.calls:
+        for site in self.body_calls.get(key, ()):
             mutated = _mutated_container(site)
-            if id(site.scope) in inner_ids and mutated and self.is_global(mutated, site.scope) and self.is_container(mutated):
+            if mutated and self.is_global(mutated, site.scope) and self.is_container(mutated):
                 body.writes.append((mutated, site.statement or site.node))
         return body
 
@@ -147,7 +182,7 @@ class _Globals:
         binding = self.model.reaching_binding(name, scope, _FAR)
         if binding is None or binding.scope is not self.model.module_scope or binding.kind != "def":
             return None
-        if any(remote.target is binding.node for remote in self.model.remote_defs):
+        if id(binding.node) in self.remote_targets:
             return None
         return self.model.function_info(binding.node)  # type: ignore[arg-type]
 
@@ -169,66 +204,91 @@ class _Globals:
 
     # --- driver code
 
+    def _own_uses(self, driver: Scope) -> list[tuple[cst.CSTNode, Scope]]:
+        """The nodes of `driver`'s own code, walked once per driver."""
+        uses = self.own_uses.get(id(driver))
+        if uses is None:
+            uses = self.own_uses[id(driver)] = list(_uses(driver.node, driver, self.scopes, into_functions=False))
+        return uses
+
     def changes(self, driver: Scope) -> list[_Change]:
         """The driver's changes to module globals in `driver`'s own code (comprehensions included), in order."""
-        model = self.model
         found: list[_Change] = []
-        own = {id(node) for node, _ in _uses(driver.node, driver, self.scopes, into_functions=False)}
-        for name, bindings in model.module_scope.bindings.items():
-            for binding in bindings:
-                if binding.kind in VARIABLE_KINDS and id(binding.node) in own:
-                    found.append(_Change(name, binding.node, binding.index, binding.loop))
-        for store in model.stores:
+        own = {id(node) for node, _ in self._own_uses(driver)}
+        rebound = {number: binding for node_id in own for number, binding in self.module_bindings.get(node_id, ())}
+        for _, binding in sorted(rebound.items()):
+            if binding.kind in VARIABLE_KINDS:
+                found.append(_Change(binding.name, binding.node, binding.index, binding.loop))
+        stores: list[tuple[str, Store]] = []
+        for store in self.owned_stores.get(id(driver), ()):
             stored = root_name(store.target)
-            if stored and _owner(store.scope) is driver and self.is_global(stored, store.scope) and self.is_container(stored):
-                found.append(_Change(stored, store.statement, store.index, self._loop_at(driver, store.index)))
-        for site in model.calls:
+            if stored and self.is_global(stored, store.scope) and self.is_container(stored):
+                stores.append((stored, store))
+        loops = _innermost_loops(self.owned_loops.get(id(driver), []), [store.index for _, store in stores])
+        for stored, store in stores:
+            found.append(_Change(stored, store.statement, store.index, loops[store.index]))
+        for site in self.owned_calls.get(id(driver), ()):
             mutated = _mutated_container(site)
-            if mutated and _owner(site.scope) is driver and self.is_global(mutated, site.scope) and self.is_container(mutated):
+            if mutated and self.is_global(mutated, site.scope) and self.is_container(mutated):
                 found.append(_Change(mutated, site.statement or site.node, site.index, site.loop))
         return sorted(found, key=lambda change: change.index)
 
     def reads_after(self, driver: Scope, name: str, line: int) -> cst.Name | None:
         """The first read of global `name` in `driver`'s own code below `line` (not a store into it or a
         mutating call on it)."""
-        written = {id(node) for node in self._written_names(driver)}
-        for node, scope in _uses(driver.node, driver, self.scopes, into_functions=False):
+        reads = self.driver_reads.get((id(driver), name))
+        if reads is None:
+            reads = self.driver_reads[(id(driver), name)] = self._driver_reads(driver, name)
+        highest, nodes = reads  # the highest line so far, read by read in walking order
+        at = bisect_right(highest, line)
+        return nodes[at] if at < len(nodes) else None
+
+    def _driver_reads(self, driver: Scope, name: str) -> tuple[list[int], list[cst.Name]]:
+        """The reads of global `name` in `driver`'s own code in walking order, each with the highest line of
+        the reads up to it: the first read below a line is then found by bisection."""
+        written = self.written.get(id(driver))
+        if written is None:
+            written = self.written[id(driver)] = {id(node) for node in self._written_names(driver)}
+        highest: list[int] = []
+        nodes: list[cst.Name] = []
+        for node, scope in self._own_uses(driver):
             if (
                 isinstance(node, cst.Name)
                 and node.value == name
                 and id(node) not in self.binding_nodes
                 and id(node) not in written
                 and self.is_global(name, scope)
-                and self.model.position(node).start.line > line
             ):
-                return node
-        return None
+                line = self.model.position(node).start.line
+                highest.append(max(line, highest[-1]) if highest else line)
+                nodes.append(node)
+        return highest, nodes
 
     def _written_names(self, driver: Scope) -> Iterator[cst.Name]:
-        for store in self.model.stores:
-            if _owner(store.scope) is driver:
-                target: cst.BaseExpression = store.target
-                while isinstance(target, (cst.Attribute, cst.Subscript)):
-                    target = target.value
-                if isinstance(target, cst.Name):
-                    yield target
-        for site in self.model.calls:
+        for store in self.owned_stores.get(id(driver), ()):
+            target: cst.BaseExpression = store.target
+            while isinstance(target, (cst.Attribute, cst.Subscript)):
+                target = target.value
+            if isinstance(target, cst.Name):
+                yield target
+        for site in self.owned_calls.get(id(driver), ()):
             func = site.node.func
-            if _owner(site.scope) is driver and _mutated_container(site) and isinstance(func, cst.Attribute):
+            if _mutated_container(site) and isinstance(func, cst.Attribute):
                 yield func.value  # type: ignore[misc]
+
+    def other_reader(self, name: str) -> _Body | None:
+        """The first body that reads global `name` in a remote that never writes it (the methods of one actor
+        run in one process): the same for every body that writes `name`, so found once."""
+        if name not in self.other_readers:
+            writers = self.writers.get(name, set())
+            self.other_readers[name] = next(
+                (body for body in self.bodies if id(body.remote) not in writers and name in body.reads), None
+            )
+        return self.other_readers[name]
 
     def restarts(self, driver: Scope) -> list[int]:
         """Where `driver` calls `ray.init` or `ray.shutdown`: a new job exports the remote definitions again."""
-        return [
-            site.index
-            for name in ("ray.init", "ray.shutdown")
-            for site in self.model.calls_to(name)
-            if _owner(site.scope) is driver
-        ]
-
-    def _loop_at(self, driver: Scope, index: int) -> Loop | None:
-        loops = [loop for loop in self.model.loops if loop.contains_index(index) and _owner(loop.scope) is driver]
-        return max(loops, key=lambda loop: loop.start, default=None)
+        return [site.index for site in self.owned_restarts.get(id(driver), ())]
 
 
 def _owner(scope: Scope) -> Scope:
@@ -236,6 +296,51 @@ def _owner(scope: Scope) -> Scope:
     while scope.kind == "comprehension" and scope.parent is not None:
         scope = scope.parent
     return scope
+
+
+def _enclosing(scope: Scope, wanted: set[int]) -> list[int]:
+    """The ids of `scope` and the scopes around it that are in `wanted`."""
+    found = []
+    current: Scope | None = scope
+    while current is not None:
+        if id(current) in wanted:
+            found.append(id(current))
+        current = current.parent
+    return found
+
+
+def _bucket(items: Iterable[_T], enclosing: dict[int, list[int]], scope_of: Callable[[_T], Scope]) -> dict[int, list[_T]]:
+    """`items` by each scope of `enclosing` around the scope they are in, in their order."""
+    found: dict[int, list[_T]] = {}
+    for item in items:
+        for key in enclosing[id(scope_of(item))]:
+            found.setdefault(key, []).append(item)
+    return found
+
+
+def _by_owner(items: Iterable[_T], scope_of: Callable[[_T], Scope]) -> dict[int, list[_T]]:
+    """`items` by the function, class or module whose code runs them, in their order."""
+    found: dict[int, list[_T]] = {}
+    for item in items:
+        found.setdefault(id(_owner(scope_of(item))), []).append(item)
+    return found
+
+
+def _innermost_loops(loops: list[Loop], indices: list[int]) -> dict[int, Loop | None]:
+    """For each event index, the loop of `loops` with the latest start that contains it (the first listed of
+    equal starts): one sweep with a stack of the loops begun so far, latest on top."""
+    order = sorted(range(len(loops)), key=lambda i: (loops[i].start, -i))
+    found: dict[int, Loop | None] = {}
+    stack: list[Loop] = []
+    next_loop = 0
+    for index in sorted(set(indices)):
+        while next_loop < len(order) and loops[order[next_loop]].start <= index:
+            stack.append(loops[order[next_loop]])
+            next_loop += 1
+        while stack and stack[-1].end <= index:
+            stack.pop()  # ended before `index`, and so before every later one
+        found[index] = stack[-1] if stack else None
+    return found
 
 
 def _uses(
@@ -466,23 +571,23 @@ There is no automatic fix: moving state into arguments or an actor changes the p
     def _stale_reads(self, ctx: Context, facts: _Globals) -> None:
         """Driver changes to a global after the remote code that reads it was exported."""
         model = facts.model
-        readers: dict[str, list[RemoteDef]] = {}
+        readers: dict[str, dict[int, RemoteDef]] = {}  # in the order the bodies first read each name
         for body in facts.bodies:
             for name in body.reads | body.helper_reads:
-                if body.remote not in readers.setdefault(name, []):
-                    readers[name].append(body.remote)
+                readers.setdefault(name, {}).setdefault(id(body.remote), body.remote)
         if not readers:
             return
         for driver in facts.driver_scopes.values():
-            submitted = facts.submitted[id(driver)]
+            submitted: dict[int, list[_Submitted]] = {}
+            for call in facts.submitted[id(driver)]:
+                submitted.setdefault(id(call.submission.remote), []).append(call)
             restarts = facts.restarts(driver)
             reported: set[str] = set()
             for change in facts.changes(driver):
                 if change.name in reported:
                     continue
-                for remote in readers.get(change.name, ()):
-                    calls = [s for s in submitted if s.submission.remote is remote]
-                    evidence = self._stale_evidence(model, facts, change, calls, restarts)
+                for remote in readers.get(change.name, {}).values():
+                    evidence = self._stale_evidence(model, facts, change, submitted.get(id(remote), []), restarts)
                     if evidence is None:
                         continue
                     reported.add(change.name)
@@ -520,12 +625,11 @@ There is no automatic fix: moving state into arguments or an actor changes the p
         """Whether the call runs remote code that reads `name`: the task, the actor's `__init__`, or the method."""
         submission, remote = call.submission, call.submission.remote
         assert remote is not None
+        bodies = facts.bodies_of.get(id(remote), [])
         if submission.kind == "task":
-            return any(_reads_global(body, name) for body in facts.bodies if body.remote is remote)
+            return any(_reads_global(body, name) for body in bodies)
         wanted = "__init__" if submission.kind == "actor-create" else submission.method
-        return any(
-            _reads_global(body, name) for body in facts.bodies if body.remote is remote and body.function.node.name.value == wanted
-        )
+        return any(_reads_global(body, name) for body in bodies if body.function.node.name.value == wanted)
 
     def _lost_writes(self, ctx: Context, facts: _Globals) -> None:
         """Writes to a global in remote code that the driver or other remote code expects to see."""
@@ -534,7 +638,7 @@ There is no automatic fix: moving state into arguments or an actor changes the p
             for name, node in body.writes:
                 if name in seen or name in body.tested:
                     continue
-                evidence = self._driver_read(facts, body, name) or self._other_reader(facts, body, name)
+                evidence = self._driver_read(facts, body, name) or self._other_reader(facts, name)
                 if evidence is None:
                     continue
                 seen.add(name)
@@ -548,29 +652,23 @@ There is no automatic fix: moving state into arguments or an actor changes the p
 
     def _driver_read(self, facts: _Globals, body: _Body, name: str) -> str | None:
         model = facts.model
-        for driver_id, calls in facts.submitted.items():
-            driver = facts.driver_scopes[driver_id]
-            for call in calls:
-                if not self._runs(call, body):
-                    continue
+        for driver, call in facts.submitted_by_remote.get(id(body.remote), ()):
+            if self._runs(call, body):
                 line = model.position(call.site.node).start.line
                 read = facts.reads_after(driver, name, line)
                 if read is not None:
                     return f"the driver reads `{name}` on line {model.position(read).start.line}, after submitting it on line {line}"
         return None
 
-    def _other_reader(self, facts: _Globals, body: _Body, name: str) -> str | None:
-        writers = {id(b.remote) for b in facts.bodies if any(written == name for written, _ in b.writes)}
-        for other in facts.bodies:
-            if other.remote is body.remote or id(other.remote) in writers or name not in other.reads:
-                continue  # the methods of one actor run in one process
-            return f"`{other.function.node.name.value}` reads `{name}` in whatever worker runs it, which need not have run this write"
-        return None
+    def _other_reader(self, facts: _Globals, name: str) -> str | None:
+        other = facts.other_reader(name)
+        if other is None:
+            return None
+        return f"`{other.function.node.name.value}` reads `{name}` in whatever worker runs it, which need not have run this write"
 
     def _runs(self, call: _Submitted, body: _Body) -> bool:
+        """Whether `call`, a submission of `body`'s remote, runs `body`: the task, `__init__`, or the method."""
         submission = call.submission
-        if submission.remote is not body.remote:
-            return False
         if submission.kind == "task":
             return True
         wanted = "__init__" if submission.kind == "actor-create" else submission.method
