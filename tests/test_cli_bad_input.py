@@ -212,3 +212,132 @@ def test_bad_files_together(run, tmp_path):
         assert [d["code"] for d in by_file["zz_good.py"]] == ["RAY001"]
         for name in ("syntax.py", "latin.py", "nul.py", "dir.py"):
             assert [d["code"] for d in by_file[name]] == ["RAY000"], name
+
+
+# ---------------------------------------------------------------------------- hostile input corpus (issue 9)
+
+RAY_HEADER = "import ray\nref = f.remote(1)\n"  # makes the rules want the file, so RAY000 reports it
+
+
+def test_python2_code(run, tmp_path):
+    write_bytes(tmp_path / "print2.py", (RAY_HEADER + 'print "x"\n').encode())
+    write_bytes(tmp_path / "exec2.py", (RAY_HEADER + 'exec "code"\n').encode())
+    write_bytes(tmp_path / "backticks.py", (RAY_HEADER + "y = `x`\n").encode())
+    by_file = lint(run, tmp_path, concise=True)
+    assert "Missing parentheses in call to 'print'" in only_file_error(by_file, "print2.py")["message"]
+    assert "Missing parentheses in call to 'exec'" in only_file_error(by_file, "exec2.py")["message"]
+    error = only_file_error(by_file, "backticks.py")
+    assert error["message"].startswith("syntax error")
+    assert error["location"]["row"] == 3
+
+
+def test_mixed_tabs_and_spaces(run, tmp_path):
+    write_bytes(tmp_path / "tabs.py", (RAY_HEADER + "if True:\n\tx = 1\n        y = 2\n").encode())
+    error = only_file_error(lint(run, tmp_path), "tabs.py")
+    assert error["message"] == "syntax error: inconsistent use of tabs and spaces in indentation"
+    assert error["location"]["row"] == 5
+
+
+def test_100_mb_file(run, tmp_path):
+    with open(tmp_path / "huge.py", "wb") as out:
+        out.write(RAY_HEADER.encode())
+        out.truncate(100 * 2**20)  # sparse: quick to make
+    error = only_file_error(lint(run, tmp_path), "huge.py")
+    assert error["message"] == "is 100.0 MiB, over the 10 MiB limit; skipped"
+
+
+def test_line_of_1_mb(run, tmp_path):
+    source = 'import ray\nx = "' + "a" * 2**20 + '"\nfor i in range(3):\n    ray.get(f.remote(i))\n'
+    write_bytes(tmp_path / "long_line.py", source.encode())
+    by_file = lint(run, tmp_path)
+    assert [(d["code"], d["location"]["row"]) for d in by_file["long_line.py"]] == [("RAY001", 4)]
+
+
+def test_blocks_nested_1000_deep(run, tmp_path):
+    body = "".join("    " * depth + "if True:\n" for depth in range(1000)) + "    " * 1000 + "pass\n"
+    write_bytes(tmp_path / "blocks.py", (RAY_HEADER + body).encode())
+    error = only_file_error(lint(run, tmp_path), "blocks.py")
+    assert error["message"] == "syntax error: too many levels of indentation"  # Python's limit is 100
+
+
+def test_brackets_nested_1000_deep(run, tmp_path):
+    """CPython refuses more than 200 nested brackets; libcst parses them. Today ray-lint lints the file
+    as libcst sees it (no finding, no crash); what matters here is that it neither crashes nor hides
+    the good file's finding."""
+    write_bytes(tmp_path / "brackets.py", (RAY_HEADER + "x = " + "[" * 1000 + "]" * 1000 + "\n").encode())
+    by_file = lint(run, tmp_path)
+    assert by_file.get("brackets.py", []) == [] or [d["code"] for d in by_file["brackets.py"]] == ["RAY000"]
+
+
+def test_broken_notebooks(run, tmp_path):
+    write_bytes(tmp_path / "not_json.ipynb", b"not json {")
+    write_bytes(tmp_path / "no_cells.ipynb", b'{"foo": 1}')
+    write_bytes(tmp_path / "list.ipynb", b"[1, 2]")
+    write_bytes(tmp_path / "bad_source.ipynb", b'{"cells": [{"cell_type": "code", "source": 5}], "nbformat": 4}')
+    by_file = lint(run, tmp_path, concise=True)
+    assert only_file_error(by_file, "not_json.ipynb")["message"].startswith("is not a valid notebook: not JSON")
+    assert only_file_error(by_file, "no_cells.ipynb")["message"] == "is not a valid notebook: it has no `cells` list"
+    assert only_file_error(by_file, "list.ipynb")["message"] == "is not a valid notebook: it has no `cells` list"
+    assert only_file_error(by_file, "bad_source.ipynb")["message"] == "is not a valid notebook: cell 1 has a source that is not text"
+
+
+def test_pyproject_that_is_not_toml(run, tmp_path):
+    write_bytes(tmp_path / "good.py", SNIPPET.encode())
+    # With a `[tool.ray-lint` table the run cannot know its settings: exit 2, naming the file.
+    write_bytes(tmp_path / "pyproject.toml", b'[tool.ray-lint\nselect = ["RAY"\n')
+    proc = run(["check", "--jobs", "1", "good.py"], tmp_path)
+    assert "Traceback" not in proc.stdout + proc.stderr
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "pyproject.toml: not valid TOML" in proc.stderr
+    # Without one, the file is not ray-lint's configuration: it is ignored and the run goes on.
+    write_bytes(tmp_path / "pyproject.toml", b'[project]\nname = "x"\n[[broken\n')
+    proc = run(["check", "--jobs", "1", "--output-format", "json", "good.py"], tmp_path)
+    assert "Traceback" not in proc.stdout + proc.stderr
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert [d["code"] for d in json.loads(proc.stdout)] == ["RAY001"]
+
+
+# ---------------------------------------------------------------------------- fix safety (issue 9)
+
+
+def test_fix_keeps_crlf_mode_and_leaves_no_temporary_files(run, tmp_path):
+    target = write_bytes(tmp_path / "crlf.py", SNIPPET.replace("\n", "\r\n").encode())
+    os.chmod(target, 0o640)
+    proc = run(["check", "--jobs", "1", "--no-cache", "--fix", "--unsafe-fixes", "crlf.py"], tmp_path)
+    assert "Traceback" not in proc.stdout + proc.stderr
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert target.read_bytes() == FIXED.replace("\n", "\r\n").encode()
+    assert os.stat(target).st_mode & 0o7777 == 0o640
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["crlf.py"]
+
+
+def test_unsafe_fix_needs_unsafe_fixes(run, tmp_path):
+    target = write_bytes(tmp_path / "bad.py", SNIPPET.encode())
+    proc = run(["check", "--jobs", "1", "--no-cache", "--fix", "bad.py"], tmp_path)
+    assert "Traceback" not in proc.stdout + proc.stderr
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert target.read_text() == SNIPPET  # RAY001's fix is unsafe: not applied
+    proc = run(["check", "--jobs", "1", "--no-cache", "--fix", "--unsafe-fixes", "bad.py"], tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert target.read_text() == FIXED
+
+
+def test_fix_that_breaks_the_syntax_is_refused(monkeypatch):
+    from ray_lint import engine
+    from ray_lint.diagnostics import Applicability, Diagnostic, Edit, Fix, Position, Severity
+
+    source = "x = 1\n"
+    breaking = Diagnostic(
+        code="RAY999",
+        name="breaks-syntax",
+        message="test rule",
+        severity=Severity.ERROR,
+        start=Position(1, 1),
+        end=Position(1, 2),
+        fix=Fix("break it", (Edit(Position(1, 1), Position(1, 2), "def ("),), Applicability.SAFE),
+    )
+    monkeypatch.setattr(engine, "lint_text", lambda text, rules, **kwargs: [breaking] if text == source else [])
+    outcome = engine.fix_text(source, [], unsafe=True)
+    assert outcome.text == source
+    assert [d.code for d in outcome.refused] == ["RAY999"]
+    assert not outcome.applied

@@ -307,3 +307,123 @@ def test_rays_own_warnings_are_captured_as_evidence(cluster: Cluster, tmp_path: 
     assert verdict.mode == "measured", verdict.summary
     warnings = verdict.to_json()["variants"]["as written"]["ray_warnings"]
     assert any("remote function __main__.square is very large" in w for w in warnings), warnings
+
+
+# The soak (issue 9): experiments in a row on the session cluster, hanging and crashing ones among
+# normal ones; afterwards no process the runs started is alive, no temporary directory is left,
+# and this process's memory is back near where it started.
+SOAK_GPU = "import ray\n@ray.remote\ndef f(m):\n    return m.cuda()\n"  # RAY040, evidence: one A B pair
+SOAK_EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "get_in_loop.py"  # 3 findings, measured
+SOAK_ROUNDS: list[tuple[str, dict[str, str], float]] = [  # (kind, files, time limit): 20 experiments
+    ("hang", {"hangs.py": SCRIPT_TEMPLATE.format(main="time.sleep(10_000)")}, 5),
+    ("normal", {f"gpu{i}.py": SOAK_GPU for i in range(3)}, 60),
+    ("raise", {"raises.py": SCRIPT_TEMPLATE.format(main="raise RuntimeError('boom')")}, 60),
+    ("normal", {"example.py": SOAK_EXAMPLE.read_text(encoding="utf-8")}, 60),
+    ("normal", {f"gpu{i}.py": SOAK_GPU for i in range(3)}, 60),
+    ("exit", {"exits.py": SCRIPT_TEMPLATE.format(main="import os; os._exit(1)")}, 60),
+    ("normal", {f"gpu{i}.py": SOAK_GPU for i in range(4)}, 60),
+    ("hang", {"hangs.py": SCRIPT_TEMPLATE.format(main="time.sleep(10_000)")}, 5),
+    ("normal", {f"gpu{i}.py": SOAK_GPU for i in range(3)}, 60),
+]
+
+
+def _run_processes(cluster: Cluster, before: set[int], soak_dir: str) -> dict[int, str]:
+    """Processes the soak's runs may have started that are still alive: probes, anything naming the
+    soak's directories, Ray workers orphaned to init, and new processes outside the session cluster
+    (not under its raylet and GCS, which Ray itself manages)."""
+    assert cluster.temp_dir is not None
+    me = psutil.Process()
+    cluster_roots = [p for p in me.children() if any(cluster.temp_dir in part for part in p.cmdline())]
+    cluster_pids = {p.pid for root in cluster_roots for p in [root, *root.children(recursive=True)]}
+    found = {}
+    for process in psutil.process_iter(["pid", "ppid", "name", "cmdline"]):
+        try:
+            cmdline = " ".join(process.info["cmdline"] or [])
+            name = process.info["name"] or ""
+        except psutil.Error:
+            continue
+        pid = process.info["pid"]
+        if pid in before or pid == me.pid:
+            continue
+        ray_process = name.startswith("ray::") or "ray::" in cmdline or "default_worker.py" in cmdline
+        if (
+            "ray_lint.verify.probe" in cmdline
+            or soak_dir in cmdline
+            or (ray_process and process.info["ppid"] == 1)
+            or (ray_process and pid not in cluster_pids)
+        ):
+            found[pid] = f"{name}: {cmdline[:160]}"
+    return found
+
+
+def _soak_workers(cluster: Cluster, before: set[int]) -> set[int]:
+    """New Ray workers under the session cluster (started for the soak's jobs; Ray stops them when
+    their job ends)."""
+    assert cluster.temp_dir is not None
+    found = set()
+    for root in psutil.Process().children():
+        try:
+            if any(cluster.temp_dir in part for part in root.cmdline()):
+                for child in root.children(recursive=True):
+                    if child.pid not in before and ("ray::" in child.name() or "default_worker.py" in " ".join(child.cmdline())):
+                        found.add(child.pid)
+        except psutil.Error:
+            continue
+    return found
+
+
+def test_soak_hanging_and_crashing_experiments_leave_nothing_behind(
+    cluster: Cluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import gc
+    import time
+
+    temp_root = tempfile.mkdtemp(prefix="rls-", dir="/tmp")  # short: Ray's socket paths must fit in 108 bytes
+    monkeypatch.setattr(tempfile, "tempdir", temp_root)  # the runner's scratch directories go here
+    monkeypatch.setenv("TMPDIR", temp_root)  # and the variants' own temporary files
+    system_tmp_before = set(os.listdir("/tmp"))
+    gc.collect()
+    rss_before = psutil.Process().memory_info().rss
+    available_before = psutil.virtual_memory().available
+    before = {p.pid for p in psutil.process_iter()}
+    began = time.monotonic()
+    kinds: Counter[str] = Counter()
+    for number, (kind, files, timeout) in enumerate(SOAK_ROUNDS):
+        directory = tmp_path / f"{number:02d}-{kind}"
+        directory.mkdir()
+        verdicts = run_verify(cluster, directory, files, timeout=timeout)
+        assert verdicts, (kind, files)
+        for verdict in verdicts:
+            kinds[kind] += 1
+            if kind == "hang":
+                assert (verdict.status, verdict.mode) == ("inconclusive", "measured") and "timed out" in verdict.summary, verdict
+            elif kind in ("raise", "exit"):
+                reason = "RuntimeError: boom" if kind == "raise" else "exited with status 1"
+                assert verdict.mode == "modelled" and reason in verdict.shape, verdict
+            else:
+                assert verdict.status != "inconclusive", verdict
+    elapsed = time.monotonic() - began
+    assert sum(kinds.values()) >= 20, kinds
+
+    # Ray stops a job's workers when the job ends, not instantly: give it a few seconds.
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and (_run_processes(cluster, before, str(tmp_path)) or _soak_workers(cluster, before)):
+        time.sleep(0.5)
+    leftovers = _run_processes(cluster, before, str(tmp_path))
+    workers = _soak_workers(cluster, before)
+    gc.collect()
+    rss_after = psutil.Process().memory_info().rss
+    print(
+        f"\nsoak: {sum(kinds.values())} experiments {dict(kinds)} in {elapsed:.0f} s; "
+        f"processes {len(before)} before, {len({p.pid for p in psutil.process_iter()})} after, leftovers {leftovers}, "
+        f"soak workers {workers}; temp root {os.listdir(temp_root)}; "
+        f"RSS {rss_before / 2**20:.0f} -> {rss_after / 2**20:.0f} MiB; "
+        f"available {available_before / 2**20:.0f} -> {psutil.virtual_memory().available / 2**20:.0f} MiB"
+    )
+    assert not leftovers, f"processes left behind: {leftovers}"
+    assert not workers, f"Ray workers of the soak's jobs still alive: {workers}"
+    assert os.listdir(temp_root) == [], "temporary files left behind"
+    os.rmdir(temp_root)
+    new_in_tmp = {name for name in set(os.listdir("/tmp")) - system_tmp_before if name.startswith(("ray-lint-verify-", "tmp", "rl-"))}
+    assert not new_in_tmp, f"temporary directories left in /tmp: {new_in_tmp}"
+    assert rss_after - rss_before < 100 * 2**20, f"RSS grew by {(rss_after - rss_before) / 2**20:.0f} MiB"

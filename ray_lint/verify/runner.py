@@ -164,7 +164,9 @@ def run_variant(cluster: Cluster, variant: Variant, path: str, timeout: float, s
     try:
         data: dict[str, Any] = json.loads(Path(result_path).read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        return Run(False, f"the variant's process exited with status {process.returncode}: {tail[-300:]}", 0.0, output_tail=tail)
+        # The status goes last: verdicts quote an error's last line, which must not be a line of output.
+        error = f"{tail[-300:].rstrip()}\nthe variant's process exited with status {process.returncode}".lstrip()
+        return Run(False, error, 0.0, output_tail=tail)
     return Run(
         data["ok"], data["error"], data["wall_s"], tuple(data["window"]), data["value"], data["evidence"],
         output_tail=tail, ray_warnings=warnings,
