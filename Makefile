@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo setup test docs clean
+.PHONY: demo setup test fuzz docs clean
 
 # Set everything up, run ray-lint on the bundled examples (findings are expected there), then
 # verify one of them on a local Ray cluster (this runs the example's code).
@@ -23,6 +23,10 @@ $(STAMP): pyproject.toml
 # Every test: unit, examples of every rule, the command line end to end, packaging.
 test: $(STAMP)
 	$(BIN)/python -m pytest
+
+# Property-based fuzzing of the engine, long profile (the short one runs with `make test`).
+fuzz: $(STAMP)
+	HYPOTHESIS_PROFILE=fuzz $(BIN)/python -m pytest tests/test_fuzz.py
 
 # Regenerate docs/rules/ from the rule modules (a test fails when they are stale).
 docs: $(STAMP)
