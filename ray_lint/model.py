@@ -54,6 +54,7 @@ _fields_cache: dict[type, tuple[str, ...]] = {}
 
 TIMERS = ("time.time", "time.perf_counter", "time.monotonic", "time.time_ns", "time.perf_counter_ns", "time.monotonic_ns")
 _EXITS = (cst.Break, cst.Return, cst.Raise)
+AFTER_ALL = 1 << 62  # an event number after every other: a name then resolves to its last binding in the scope
 ALL_CORES = math.inf  # a thread count that means "one per core of the node"
 CPU_COUNT_FUNCTIONS = frozenset({"os.cpu_count", "multiprocessing.cpu_count", "psutil.cpu_count", "joblib.cpu_count"})
 
@@ -68,6 +69,13 @@ MUTATING_METHODS = frozenset(
         "acquire", "release", "seek", "flush", "close", "inc", "dec", "increment", "observe", "record",
         "set", "incr", "push", "enqueue", "register", "feed", "learn", "store", "save", "apply_gradients",
         "set_weights", "set_state", "copy_", "add_", "mul_", "zero_", "fill_",
+    }
+)
+# Methods that change a list, dict, set or deque in place (not `setdefault`: that is how a cache is filled).
+CONTAINER_MUTATORS = frozenset(
+    {
+        "append", "appendleft", "extend", "extendleft", "insert", "update", "pop", "popleft", "popitem",
+        "remove", "discard", "clear", "add", "sort", "reverse",
     }
 )
 
@@ -187,7 +195,7 @@ class Loop:
     parent: Loop | None
     scope: Scope  # the scope the loop's body runs in (a comprehension's own scope)
     start: int  # event numbers of the body: [start, end)
-    end: int = 1 << 62
+    end: int = AFTER_ALL
 
     def contains_index(self, index: int) -> bool:
         return self.start <= index < self.end
@@ -602,7 +610,7 @@ class SemanticModel:
 
     def _definition_index(self, node: cst.FunctionDef | cst.ClassDef, scope: Scope) -> int:
         bindings = scope.bindings.get(node.name.value, [])
-        return next((b.index for b in bindings if b.node is node), 1 << 62)
+        return next((b.index for b in bindings if b.node is node), AFTER_ALL)
 
     # ------------------------------------------------------------------ what remote code runs and requests
 
@@ -799,7 +807,7 @@ class SemanticModel:
             return None
         if isinstance(expr, (cst.ListComp, cst.GeneratorExp)):
             inner = self._comprehension_scope(expr)
-            if inner is not None and self.ref_origin(expr.elt, inner, 1 << 62, _depth + 1):
+            if inner is not None and self.ref_origin(expr.elt, inner, AFTER_ALL, _depth + 1):
                 return RefOrigin("ref-list", expr, at, None)
             return None
         if isinstance(expr, cst.Name):

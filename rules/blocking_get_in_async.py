@@ -5,7 +5,17 @@ from __future__ import annotations
 import libcst as cst
 
 from ray_lint.diagnostics import Applicability, Severity
-from ray_lint.model import CallSite, RemoteDef, Scope, SemanticModel, child_nodes, dotted_name, iter_subtree, literal_number
+from ray_lint.model import (
+    AFTER_ALL,
+    CallSite,
+    RemoteDef,
+    Scope,
+    SemanticModel,
+    child_nodes,
+    dotted_name,
+    iter_subtree,
+    literal_number,
+)
 from ray_lint.rule import Context, FixPlan, Invalid, Rule, Valid
 
 # Methods that run a compiled graph: `ray.get` on the `CompiledDAGRef` they return has its own semantics.
@@ -403,7 +413,7 @@ def _deployment_of_method(model: SemanticModel, coroutine: Scope) -> str | None:
     cls = info.owner.node
     for decorator in cls.decorators:
         expr = decorator.decorator.func if isinstance(decorator.decorator, cst.Call) else decorator.decorator
-        if model.qualified_name(expr, info.owner.scope.parent, 1 << 62) == "ray.serve.deployment":
+        if model.qualified_name(expr, info.owner.scope.parent, AFTER_ALL) == "ray.serve.deployment":
             return cls.name.value
     return None
 

@@ -11,6 +11,8 @@ import libcst as cst
 
 from ray_lint.diagnostics import Severity
 from ray_lint.model import (
+    AFTER_ALL,
+    CONTAINER_MUTATORS,
     CallSite,
     FunctionInfo,
     RemoteDef,
@@ -23,15 +25,7 @@ from ray_lint.model import (
 )
 from ray_lint.rule import REMOTE_MADE, Context, Invalid, Rule, Valid
 
-# Methods that change a list, dict, set or deque in place (not `setdefault`: that is how a cache is filled).
-CONTAINER_MUTATORS = frozenset(
-    {
-        "append", "appendleft", "extend", "extendleft", "insert", "update", "pop", "popleft", "popitem",
-        "remove", "discard", "clear", "add", "sort", "reverse",
-    }
-)
 _CONDITIONS = (cst.If, cst.While, cst.IfExp, cst.Assert)
-_FAR = 1 << 62
 
 
 @dataclass(frozen=True, eq=False)
@@ -60,7 +54,7 @@ class _ActorClass:
         if isinstance(expr, cst.Name):
             if this is not None and expr.value == this and _is_classmethod(method):
                 return True
-            binding = self.model.reaching_binding(expr.value, scope, _FAR)
+            binding = self.model.reaching_binding(expr.value, scope, AFTER_ALL)
             return binding is not None and binding.kind == "class" and binding.node is self.remote.target
         if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.func.value == "type" and len(expr.args) == 1:
             arg = expr.args[0].value

@@ -10,7 +10,17 @@ from dataclasses import dataclass
 import libcst as cst
 
 from ray_lint.diagnostics import Severity
-from ray_lint.model import CallSite, RemoteDef, Scope, SemanticModel, dotted_name, iter_subtree, literal_string, scope_within
+from ray_lint.model import (
+    AFTER_ALL,
+    CallSite,
+    RemoteDef,
+    Scope,
+    SemanticModel,
+    dotted_name,
+    iter_subtree,
+    literal_string,
+    scope_within,
+)
 from ray_lint.rule import REMOTE_MADE, Context, Invalid, Rule, Valid
 
 ENV_GETTERS = ("os.environ.get", "os.getenv")
@@ -38,7 +48,6 @@ INSTALLED_PACKAGES = frozenset(
         "dateutil", "six", "setuptools", "pkg_resources", "packaging", "typing_extensions", "absl", "tree", "lz4",
     }
 )
-_FAR = 1 << 62
 
 
 @dataclass(frozen=True, eq=False)
@@ -310,7 +319,7 @@ cluster's configuration.
         for remote, function in remotes.functions:
             for node in iter_subtree(function.node.body):
                 if isinstance(node, cst.Name) and node.value in candidates:
-                    resolved = model.reaching_binding(node.value, function.scope, _FAR)
+                    resolved = model.reaching_binding(node.value, function.scope, AFTER_ALL)
                     if resolved is not None and resolved.scope is model.module_scope and resolved.kind == "import":
                         return node.value, remote
         return None
@@ -349,7 +358,7 @@ def _env_reads(model: SemanticModel, remotes: _Remotes) -> dict[str, RemoteDef]:
 
 
 def _is_environ(model: SemanticModel, expr: cst.BaseExpression, scope: Scope) -> bool:
-    return model.qualified_name(expr, scope, _FAR) == "os.environ"
+    return model.qualified_name(expr, scope, AFTER_ALL) == "os.environ"
 
 
 def _env_writes(model: SemanticModel) -> Iterator[_EnvWrite]:

@@ -7,6 +7,7 @@ import libcst as cst
 
 from ray_lint.diagnostics import Severity
 from ray_lint.model import (
+    AFTER_ALL,
     Binding,
     FunctionInfo,
     Loop,
@@ -294,7 +295,7 @@ def _enclosing_scope(model: SemanticModel, comprehension: cst.BaseExpression) ->
     return None
 
 
-def _range_length(model: SemanticModel, iterable: cst.BaseExpression, scope: Scope, at: int = 1 << 62) -> int | None:
+def _range_length(model: SemanticModel, iterable: cst.BaseExpression, scope: Scope, at: int = AFTER_ALL) -> int | None:
     """`len(range(...))` when `iterable` is a call of the builtin `range` with constant arguments."""
     if not isinstance(iterable, cst.Call) or not isinstance(iterable.func, cst.Name) or iterable.func.value != "range":
         return None
@@ -344,7 +345,7 @@ def _remote_function(model: SemanticModel, submission: Submission) -> FunctionIn
 
 def _returned_size(model: SemanticModel, function: FunctionInfo, value: cst.BaseExpression) -> int | None:
     site = model.call_site(value) if isinstance(value, cst.Call) else None
-    at = site.index if site is not None else 1 << 62
+    at = site.index if site is not None else AFTER_ALL
     size = model.size_of(value, function.scope, at)
     return size.bytes if size is not None else None
 

@@ -12,6 +12,8 @@ import libcst as cst
 
 from ray_lint.diagnostics import Severity
 from ray_lint.model import (
+    AFTER_ALL,
+    CONTAINER_MUTATORS,
     Binding,
     CallSite,
     FunctionInfo,
@@ -28,13 +30,6 @@ from ray_lint.model import (
 )
 from ray_lint.rule import REMOTE_MADE, Context, Invalid, Rule, Valid
 
-# Methods that change a list, dict, set or deque in place (not `setdefault`: that is how a cache is filled).
-CONTAINER_MUTATORS = frozenset(
-    {
-        "append", "appendleft", "extend", "extendleft", "insert", "update", "pop", "popleft", "popitem",
-        "remove", "discard", "clear", "add", "sort", "reverse",
-    }
-)
 CONTAINER_FACTORIES = frozenset({"dict", "list", "set", "defaultdict", "OrderedDict", "Counter", "deque"})
 CONTAINER_LITERALS = (cst.List, cst.Dict, cst.Set, cst.ListComp, cst.DictComp, cst.SetComp)
 VARIABLE_KINDS = frozenset({"assign", "augassign", "loop-target"})
@@ -42,7 +37,6 @@ VARIABLE_KINDS = frozenset({"assign", "augassign", "loop-target"})
 _NOT_READS = (cst.Import, cst.ImportFrom, cst.Global, cst.Nonlocal)
 _DEFINITIONS = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
 _CONDITIONS = (cst.If, cst.While, cst.IfExp, cst.Assert)
-_FAR = 1 << 62
 _T = TypeVar("_T")
 
 
@@ -134,7 +128,7 @@ class _Globals:
         """Whether `name`, used in `scope`, is a module-level variable (not a module, function or class)."""
         if name not in self.variable_names:
             return False
-        binding = self.model.reaching_binding(name, scope, _FAR)
+        binding = self.model.reaching_binding(name, scope, AFTER_ALL)
         return binding is not None and binding.scope is self.model.module_scope
 
     def is_container(self, name: str) -> bool:
@@ -179,7 +173,7 @@ class _Globals:
 
     def _helper(self, name: str, scope: Scope) -> FunctionInfo | None:
         """The plain module-level function `name` stands for: cloudpickle ships it with the remote code."""
-        binding = self.model.reaching_binding(name, scope, _FAR)
+        binding = self.model.reaching_binding(name, scope, AFTER_ALL)
         if binding is None or binding.scope is not self.model.module_scope or binding.kind != "def":
             return None
         if id(binding.node) in self.remote_targets:

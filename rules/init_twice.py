@@ -8,6 +8,7 @@ import libcst as cst
 
 from ray_lint.diagnostics import Severity
 from ray_lint.model import (
+    AFTER_ALL,
     CallSite,
     Loop,
     Scope,
@@ -86,7 +87,7 @@ def _calls_exit(model: SemanticModel, scope: Scope, statement: cst.CSTNode) -> b
     func = statement.value.func
     if isinstance(func, cst.Name) and func.value in ("exit", "quit"):
         return True
-    return model.qualified_name(func, scope, 1 << 62) in EXIT_FUNCTIONS
+    return model.qualified_name(func, scope, AFTER_ALL) in EXIT_FUNCTIONS
 
 
 def tolerates_reinit(call: cst.Call) -> bool:

@@ -7,11 +7,10 @@ from collections.abc import Iterator
 import libcst as cst
 
 from ray_lint.diagnostics import Applicability, Severity
-from ray_lint.model import Scope, SemanticModel, child_nodes
+from ray_lint.model import AFTER_ALL, Scope, SemanticModel, child_nodes
 from ray_lint.rule import Context, FixPlan, Invalid, Rule, Valid
 
 QUALIFIED = "ray.is_initialized"
-LAST = 1 << 62  # an event number after every binding: names resolve to their last binding in the scope
 
 
 def _truth_tested(node: cst.CSTNode) -> Iterator[tuple[cst.BaseExpression, str]]:
@@ -152,7 +151,7 @@ its defaults, and after the fix it runs with those arguments.
             for tested, where in _truth_tested(node):
                 if id(tested) in reported or not isinstance(tested, (cst.Name, cst.Attribute)):
                     continue
-                if model.qualified_name(tested, scope, LAST) != QUALIFIED:
+                if model.qualified_name(tested, scope, AFTER_ALL) != QUALIFIED:
                     continue
                 reported.add(id(tested))
                 code = ctx.code_for(tested)

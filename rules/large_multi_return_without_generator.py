@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from ray_lint.diagnostics import Severity
-from ray_lint.model import FunctionInfo, Scope, SemanticModel, iter_subtree, literal_number
+from ray_lint.model import AFTER_ALL, FunctionInfo, Scope, SemanticModel, iter_subtree, literal_number
 from ray_lint.rule import Context, Invalid, Rule, Valid
 from ray_lint.sizes import LARGE_MARKER, LARGE_OBJECT_OPTION, Size, threshold_bytes
 
@@ -19,7 +19,6 @@ ALLOCATION_TOKENS = (
     "random(", "random_sample(", "uniform(", "normal(", "bytes(", "bytearray(", "' *", '" *', "] *", "* [",
     "*[", "* b'", '* b"', "* '", '* "', LARGE_MARKER,
 )
-LAST = 1 << 62  # an event number after every other: the last binding of a name in its scope
 
 
 @dataclass(frozen=True)
@@ -258,7 +257,7 @@ def _multi_return_functions(model: SemanticModel) -> Iterator[tuple[FunctionInfo
                 arg.value
                 for decorator in method.node.decorators
                 if isinstance(decorator.decorator, cst.Call)
-                and model.qualified_name(decorator.decorator.func, method.parent_scope, LAST) == "ray.method"
+                and model.qualified_name(decorator.decorator.func, method.parent_scope, AFTER_ALL) == "ray.method"
                 for arg in decorator.decorator.args
                 if arg.keyword is not None and arg.keyword.value == "num_returns"
             ]
@@ -320,13 +319,13 @@ def _large_elements(
             bindings = function.scope.bindings.get(expr.value, [])
             if len(bindings) != 1 or bindings[0].statement is None:
                 continue
-            size = model.size_of(expr, function.scope, LAST)
+            size = model.size_of(expr, function.scope, AFTER_ALL)
             if size is not None and size.at_least(threshold):
                 named[expr.value] = bindings[0].statement
                 sizes.append(size)
         elif isinstance(expr, (cst.Call, cst.BinaryOperation)):
             site = model.call_site(expr) if isinstance(expr, cst.Call) else None
-            size = model.size_of(expr, function.scope, site.index if site is not None else LAST)
+            size = model.size_of(expr, function.scope, site.index if site is not None else AFTER_ALL)
             if size is not None and size.at_least(threshold):
                 sizes.append(size)
     if len(sizes) < 2 or not _made_apart(function, node, named):
@@ -358,7 +357,7 @@ def _large_comprehension(model: SemanticModel, node: cst.Return, value: cst.List
     scope = _scope_of(model, value)
     if scope is None:
         return None
-    size = model.size_of(value.elt, scope, LAST)
+    size = model.size_of(value.elt, scope, AFTER_ALL)
     if size is None or not size.at_least(threshold):
         return None
     loop = next((loop for loop in model.loops if loop.node is value), None)

@@ -12,6 +12,7 @@ import libcst as cst
 
 from ray_lint.diagnostics import Applicability, Severity
 from ray_lint.model import (
+    AFTER_ALL,
     Binding,
     CallSite,
     FunctionInfo,
@@ -398,7 +399,7 @@ def _annotated_ndarray(model: SemanticModel, annotation: cst.Annotation | None, 
         return bool(_STRING_NDARRAY.fullmatch(text.strip()))
     if isinstance(expr, cst.Subscript):
         expr = expr.value
-    return model.qualified_name(expr, scope, 1 << 62) in NDARRAY_TYPES
+    return model.qualified_name(expr, scope, AFTER_ALL) in NDARRAY_TYPES
 
 
 def _numpy_array(model: SemanticModel, expr: cst.BaseExpression, scope: Scope, at: int, depth: int = 0) -> bool:
@@ -450,7 +451,7 @@ def _ref_of_array(model: SemanticModel, expr: cst.BaseExpression, scope: Scope, 
         return True
     returns = [n for n in iter_subtree(info.node.body, into_functions=False) if isinstance(n, cst.Return)]
     return bool(returns) and all(
-        r.value is not None and _numpy_array(model, r.value, info.scope, 1 << 62) for r in returns
+        r.value is not None and _numpy_array(model, r.value, info.scope, AFTER_ALL) for r in returns
     )
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from ray_lint.diagnostics import Severity
-from ray_lint.model import CallSite, Scope, SemanticModel, iter_subtree, literal_string
+from ray_lint.model import AFTER_ALL, CallSite, Scope, SemanticModel, iter_subtree, literal_string
 from ray_lint.rule import Context, Invalid, Rule, Valid
 
 # Serializers, and whether Ray's reducer runs (only `ray.cloudpickle` has it: the object is pinned for
@@ -218,7 +218,7 @@ def _annotated_ref(model: SemanticModel, name: cst.Name, scope: Scope, at: int) 
         return False
     outer = binding.scope.parent or model.module_scope
     for node in iter_subtree(annotation.annotation):
-        if isinstance(node, (cst.Name, cst.Attribute)) and model.qualified_name(node, outer, 1 << 62) in OBJECT_REF_CLASSES:
+        if isinstance(node, (cst.Name, cst.Attribute)) and model.qualified_name(node, outer, AFTER_ALL) in OBJECT_REF_CLASSES:
             return True
         text = literal_string(node) if isinstance(node, cst.SimpleString) else None
         if text is not None and text.strip() in ("ray.ObjectRef", "ObjectRef") and model.imports_module("ray"):

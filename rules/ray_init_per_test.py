@@ -9,12 +9,11 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from ray_lint.diagnostics import Severity
-from ray_lint.model import CallSite, ClassInfo, FunctionInfo, SemanticModel, iter_subtree, literal_string
+from ray_lint.model import AFTER_ALL, CallSite, ClassInfo, FunctionInfo, SemanticModel, iter_subtree, literal_string
 from ray_lint.rule import Context, Invalid, Rule, Valid
 
 from .init_twice import tolerates_reinit
 
-LAST = 1 << 62
 FIXTURES = ("pytest.fixture", "pytest_asyncio.fixture")
 # Per-test setup hooks and the teardown that pairs with each.
 SETUP_METHODS = {"setUp": "tearDown", "asyncSetUp": "asyncTearDown", "setup_method": "teardown_method", "setup": "teardown"}
@@ -78,7 +77,7 @@ def _used_fixtures(model: SemanticModel, node: cst.FunctionDef | cst.ClassDef, s
     scope = scope_info.parent_scope if isinstance(scope_info, FunctionInfo) else scope_info.scope.parent
     for decorator in node.decorators:
         call = decorator.decorator
-        if isinstance(call, cst.Call) and scope is not None and model.qualified_name(call.func, scope, LAST) == "pytest.mark.usefixtures":
+        if isinstance(call, cst.Call) and scope is not None and model.qualified_name(call.func, scope, AFTER_ALL) == "pytest.mark.usefixtures":
             names |= {text for arg in call.args if (text := literal_string(arg.value)) is not None}
     return names
 
@@ -374,7 +373,7 @@ fresh one (killed actors, named actors, per-test `_system_config`, environment v
             expr = decorator.decorator
             call = expr if isinstance(expr, cst.Call) else None
             func = call.func if call is not None else expr
-            if model.qualified_name(func, info.parent_scope, LAST) not in FIXTURES:
+            if model.qualified_name(func, info.parent_scope, AFTER_ALL) not in FIXTURES:
                 continue
             options: dict[str, cst.BaseExpression | None] = {}
             for arg in call.args if call is not None else ():

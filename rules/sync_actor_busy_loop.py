@@ -8,6 +8,7 @@ import libcst as cst
 
 from ray_lint.diagnostics import Severity
 from ray_lint.model import (
+    AFTER_ALL,
     ClassInfo,
     FunctionInfo,
     Loop,
@@ -328,7 +329,7 @@ def _is_async_class(model: SemanticModel, base: cst.BaseExpression, cls: ClassIn
     if not isinstance(base, cst.Name):
         return False
     parent = cls.scope.parent
-    binding = model.reaching_binding(base.value, parent, 1 << 62) if parent is not None else None
+    binding = model.reaching_binding(base.value, parent, AFTER_ALL) if parent is not None else None
     if binding is None or binding.kind != "class":
         return False
     return any(

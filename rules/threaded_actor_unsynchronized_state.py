@@ -9,6 +9,7 @@ import libcst as cst
 
 from ray_lint.diagnostics import Severity
 from ray_lint.model import (
+    AFTER_ALL,
     ClassInfo,
     FunctionInfo,
     RemoteDef,
@@ -306,7 +307,7 @@ def _threads_for(model: SemanticModel, method: FunctionInfo, default_threads: st
     scope = method.parent_scope
     for decorator in method.node.decorators:
         call = decorator.decorator
-        if not isinstance(call, cst.Call) or model.qualified_name(call.func, scope, 1 << 62) != "ray.method":
+        if not isinstance(call, cst.Call) or model.qualified_name(call.func, scope, AFTER_ALL) != "ray.method":
             continue
         for arg in call.args:
             if arg.keyword is not None and arg.keyword.value == "concurrency_group":
@@ -327,7 +328,7 @@ def _plain_method(model: SemanticModel, method: FunctionInfo) -> bool:
     for decorator in method.node.decorators:
         expr = decorator.decorator
         func = expr.func if isinstance(expr, cst.Call) else expr
-        if model.qualified_name(func, scope, 1 << 62) != "ray.method":
+        if model.qualified_name(func, scope, AFTER_ALL) != "ray.method":
             return False
     return True
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from ray_lint.diagnostics import Applicability, Severity
-from ray_lint.model import COMPREHENSIONS, CallSite, Scope, SemanticModel, child_nodes, iter_subtree, target_names
+from ray_lint.model import AFTER_ALL, COMPREHENSIONS, CallSite, Scope, SemanticModel, child_nodes, iter_subtree, target_names
 from ray_lint.rule import Context, FixPlan, Invalid, Rule, Valid
 
 _SCOPE_NODES = (cst.FunctionDef, cst.Lambda, cst.ClassDef, *COMPREHENSIONS)
@@ -408,7 +408,7 @@ def _producer_returns_ref(model: SemanticModel, call: cst.Call) -> bool:
     if info is None:
         return False
     for node in iter_subtree(info.node.body, into_functions=False):
-        if isinstance(node, cst.Return) and node.value is not None and model.ref_origin(node.value, info.scope, 1 << 62):
+        if isinstance(node, cst.Return) and node.value is not None and model.ref_origin(node.value, info.scope, AFTER_ALL):
             return True
     return False
 
