@@ -320,24 +320,3 @@ def test_unsafe_fix_needs_unsafe_fixes(run, tmp_path):
     proc = run(["check", "--jobs", "1", "--no-cache", "--fix", "--unsafe-fixes", "bad.py"], tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert target.read_text() == FIXED
-
-
-def test_fix_that_breaks_the_syntax_is_refused(monkeypatch):
-    from ray_lint import engine
-    from ray_lint.diagnostics import Applicability, Diagnostic, Edit, Fix, Position, Severity
-
-    source = "x = 1\n"
-    breaking = Diagnostic(
-        code="RAY999",
-        name="breaks-syntax",
-        message="test rule",
-        severity=Severity.ERROR,
-        start=Position(1, 1),
-        end=Position(1, 2),
-        fix=Fix("break it", (Edit(Position(1, 1), Position(1, 2), "def ("),), Applicability.SAFE),
-    )
-    monkeypatch.setattr(engine, "lint_text", lambda text, rules, **kwargs: [breaking] if text == source else [])
-    outcome = engine.fix_text(source, [], unsafe=True)
-    assert outcome.text == source
-    assert [d.code for d in outcome.refused] == ["RAY999"]
-    assert not outcome.applied

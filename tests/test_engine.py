@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from ray_lint.diagnostics import FILE_ERROR_CODE, Severity
-from ray_lint.engine import lint_text
-from ray_lint.rule import Context, Rule, rule_by_code_or_name
+import libcst as cst
+
+from ray_lint.diagnostics import FILE_ERROR_CODE, Applicability, Severity
+from ray_lint.engine import fix_text, lint_text
+from ray_lint.rule import Context, FixPlan, Rule, rule_by_code_or_name
 
 SOURCE = "import ray\n\n@ray.remote\ndef f(x):\n    return x\n\nfor i in range(3):\n    ray.get(f.remote(i))\n"
 
@@ -42,3 +44,29 @@ def test_remote_imported_beside_other_names_passes_the_pre_filter() -> None:
     for imports in ("from ray import get, remote", "from ray import (remote, get)", "from ray import (\n    get,\n    remote,\n)"):
         source = f"{imports}\n\n@remote\nasync def fetch(url):\n    return url\n"
         assert [d.code for d in lint_text(source, [async_task()])] == ["RAY065"], imports
+
+
+class SyntaxBreakingRule(Rule):
+    """Reports every `x = ...` with a safe fix whose result does not parse."""
+
+    code = "RAY998"
+    name = "syntax-breaking-rule"
+    message = "a fix that breaks the file"
+    severity = Severity.WARNING
+    category = "perf"
+    fixable = True
+    tokens = ("x =",)
+    docs = ""
+
+    def check(self, ctx: Context) -> None:
+        for statement in ctx.model.module.body:
+            if isinstance(statement, cst.SimpleStatementLine) and isinstance(statement.body[0], cst.Assign):
+                ctx.report(statement.body[0], self.message, FixPlan("break it", ((statement.body[0], "def ("),), Applicability.SAFE))
+
+
+def test_a_fix_that_would_not_parse_is_refused_and_named() -> None:
+    source = "x = 1\n"
+    outcome = fix_text(source, [SyntaxBreakingRule()], unsafe=False)
+    assert outcome.text == source
+    assert [d.code for d in outcome.refused] == ["RAY998"]
+    assert not outcome.applied
