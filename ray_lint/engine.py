@@ -9,6 +9,8 @@ from __future__ import annotations
 import ast
 import dataclasses
 import gc
+import sys
+import warnings
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
@@ -69,13 +71,15 @@ def lint_text(
     describe_line: Callable[[int], str] | None = None,
     timings: Timings | None = None,
     noqa_lines: bool = True,
+    python_tree: ast.Module | None = None,
 ) -> list[Diagnostic]:
     """Run `rules` on one file's text. Never raises: failures become RAY000 diagnostics (when RAY000 is
     among `rules`). `line_noqa=False` leaves `# noqa` comments to the caller (flake8 reads them itself);
     a file-level `# ray-lint: noqa` always applies. `describe_line` names a line in messages (a notebook
     names the cell). `timings`, when given, collects the time of each phase and rule. `noqa_lines=False`
     leaves each diagnostic's `noqa_line` unset (the language server works it out for the one line a
-    user acts on); the tokenize pass behind it then runs only for a text with a `# noqa` to honour."""
+    user acts on); the tokenize pass behind it then runs only for a text with a `# noqa` to honour.
+    `python_tree` is CPython's parse of the text where the caller already has one (flake8 does)."""
     clock = timings.measure if timings is not None else _untimed
     with clock("pre-filter"):
         wanting = _wanting(text, rules)  # the cheap check first: most files never mention Ray
@@ -87,7 +91,7 @@ def lint_text(
         return []
     report_file_errors = any(rule.code == FILE_ERROR_CODE for rule in active)
     with _collector_paused():
-        checked = _check(text, active, describe_line or _plain_line, clock)
+        checked = _check(text, active, describe_line or _plain_line, clock, python_tree)
     # a rule's own crash is a bug in ray-lint, shown even when RAY000 is not selected: else it looks like a clean file
     diagnostics = [d for d in checked if d.code != FILE_ERROR_CODE or report_file_errors or d.message.startswith(INTERNAL_ERROR)]
     if not diagnostics:
@@ -126,7 +130,18 @@ def _plain_line(line: int) -> str:
     return f"line {line}"
 
 
-def _check(text: str, rules: list[Rule], describe_line: Callable[[int], str], clock: Clock) -> list[Diagnostic]:
+def _check(
+    text: str, rules: list[Rule], describe_line: Callable[[int], str], clock: Clock, python_tree: ast.Module | None
+) -> list[Diagnostic]:
+    with clock("nesting check"):
+        too_deep = _nesting_error(text, python_tree)
+    if too_deep is not None:
+        return [too_deep]
+    with _recursion_limit(_RULES_RECURSION_LIMIT):
+        return _parse_and_run(text, rules, describe_line, clock)
+
+
+def _parse_and_run(text: str, rules: list[Rule], describe_line: Callable[[int], str], clock: Clock) -> list[Diagnostic]:
     try:
         with clock("parse"):
             module = cst.parse_module(text)
@@ -163,10 +178,79 @@ def _run_rules(model: SemanticModel, rules: list[Rule], describe_line: Callable[
     return diagnostics
 
 
+MAX_NESTING = 1000  # in `ast` levels; CPython allows about 3,000
+_PYTHON_NESTING_ERRORS = ("too many nested parentheses", "too many levels of indentation")
+_RULES_RECURSION_LIMIT = 20_000  # libcst's code generation (behind positions) takes a few frames per level
+
+
+def _nesting_error(text: str, tree: ast.Module | None) -> Diagnostic | None:
+    """Refuse text nested deeper than MAX_NESTING before libcst sees it. libcst has no nesting limit: its
+    parse time grows with the cube of an expression's depth (a 4,000-term `1+1+...` takes 6 s) until
+    its native stack overflows and the whole process dies (8,000 terms). CPython's parser measures the
+    text in milliseconds. Other syntax errors are left to libcst, which knows grammar newer than the
+    running Python's. `tree` is CPython's parse when the caller has one (flake8 hands plugins theirs)."""
+    if tree is None:
+        try:
+            tree = _python_parse(text)
+        except (RecursionError, MemoryError):
+            return file_error(f"syntax error: nested too deeply for Python's parser; ray-lint lints up to {MAX_NESTING} levels")
+        except SyntaxError as error:
+            if error.msg in _PYTHON_NESTING_ERRORS:
+                return file_error(f"syntax error: {error.msg}", error.lineno or 1, error.offset or 1)
+            return None
+        except ValueError:  # NUL bytes: libcst reports them
+            return None
+    line, column = _first_node_deeper_than(tree, MAX_NESTING, text)
+    if line:
+        return file_error(f"nested more than {MAX_NESTING} levels deep; not linted (libcst's parse time grows with the cube of the depth)", line, column + 1)
+    return None
+
+
+def _python_parse(text: str) -> ast.Module:
+    """CPython's parse, quietly: its SyntaxWarnings (`x is 1`) are Python's to give when the code runs."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return ast.parse(text)
+
+
+def _first_node_deeper_than(tree: ast.AST, limit: int, text: str) -> tuple[int, int]:
+    """Line and 0-based column of a node more than `limit` levels down (of its nearest positioned
+    ancestor), or (0, 0). Iterative: the tree may be deeper than Python's recursion limit.
+
+    Cheap on ordinary code: a subtree adds at most two `ast` levels per character of its source (a
+    call, a starred argument and a call again take three characters), so a node whose source is
+    short enough to stay within the limit is not entered. Most statements are never opened."""
+    longest_line = max(map(len, text.split("\n")))
+    stack: list[tuple[ast.AST, int, int, int]] = [(tree, 0, 1, 0)]
+    while stack:
+        node, depth, line, column = stack.pop()
+        if depth > limit:
+            return line, column
+        end_line = getattr(node, "end_lineno", None)
+        if end_line is not None:
+            line, column = node.lineno, node.col_offset  # type: ignore[attr-defined]
+            # one line: its bytes (at least its characters); more: as many longest lines
+            length = node.end_col_offset - column if end_line == line else (end_line - line + 1) * longest_line  # type: ignore[attr-defined]
+            if depth + 2 * length + 2 <= limit:
+                continue
+        stack.extend((child, depth + 1, line, column) for child in ast.iter_child_nodes(node))
+    return 0, 0
+
+
+@contextmanager
+def _recursion_limit(limit: int) -> Iterator[None]:
+    previous = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(previous, limit))
+    try:
+        yield
+    finally:
+        sys.setrecursionlimit(previous)
+
+
 def _syntax_error(text: str, error: cst.ParserSyntaxError) -> Diagnostic:
     """Python's own message and position where it has one (they are clearer than libcst's)."""
     try:
-        ast.parse(text)
+        _python_parse(text)
     except SyntaxError as python_error:
         return file_error(f"syntax error: {python_error.msg}", python_error.lineno or 1, python_error.offset or 1)
     except (ValueError, RecursionError, MemoryError):
@@ -198,11 +282,11 @@ def parses(text: str, original: str) -> bool:
     except Exception:
         return False
     try:
-        ast.parse(original)
+        _python_parse(original)
     except (SyntaxError, ValueError, RecursionError):
         return True
     try:
-        ast.parse(text)
+        _python_parse(text)
     except (SyntaxError, ValueError, RecursionError):
         return False
     return True

@@ -2,7 +2,8 @@
 
 flake8 owns everything around the checks: `# noqa`, `--select`/`--ignore`, `--per-file-ignores`,
 `--jobs`, statistics. The plugin runs the engine on the lines flake8 already read (it asks for
-`tree` only because flake8 requires a tree, logical-line or physical-line parameter) and turns each
+`tree` because flake8 requires a tree, logical-line or physical-line parameter, and a tree means
+CPython's parse, which the engine's nesting check then need not redo) and turns each
 finding into `(line, column, "RAYxxx message", type)` with flake8's 0-based columns.
 
 Rule options come from `[tool.ray-lint]` (nearest config file, as on the command line), overridden
@@ -46,6 +47,7 @@ class RayLintPlugin:
     flake8_skips: ClassVar[frozenset[str]] = frozenset()
 
     def __init__(self, tree: ast.AST, lines: list[str], filename: str) -> None:
+        self.tree = tree if isinstance(tree, ast.Module) else None
         self.lines = lines
         self.filename = filename
 
@@ -105,7 +107,7 @@ class RayLintPlugin:
             _warn_once(str(error))  # also on stderr: a `--select` without RAY000 would hide it
             return [file_error(str(error))]
         rules = [rule for rule in settings.rules_for(path) if rule.code not in self.flake8_skips]
-        return engine.lint_text("".join(self.lines), rules, line_noqa=False)
+        return engine.lint_text("".join(self.lines), rules, line_noqa=False, python_tree=self.tree)
 
 
 @functools.cache

@@ -9,6 +9,8 @@ import os
 import random
 from pathlib import Path
 
+import pytest
+
 SNIPPET = "import ray\nresults = [ray.get(f.remote(x)) for x in xs]\n"
 FIXED = "import ray\nresults = ray.get([f.remote(x) for x in xs])\n"
 BOM = b"\xef\xbb\xbf"
@@ -219,6 +221,16 @@ def test_bad_files_together(run, tmp_path):
 RAY_HEADER = "import ray\nref = f.remote(1)\n"  # makes the rules want the file, so RAY000 reports it
 
 
+def test_code_python_warns_about_is_linted_quietly(run, tmp_path):
+    """CPython parses each file before libcst (for its nesting limits). Its warnings are not ours to print,
+    and under `-W error` (PYTHONWARNINGS=error) they must not turn valid code into a syntax error."""
+    write_bytes(tmp_path / "warns.py", (RAY_HEADER + "z = '\\d'\nfor i in range(3):\n    ray.get(f.remote(i))\n").encode())
+    for warnings in ("default", "error"):
+        proc = run(["check", "--jobs", "1", "--output-format", "concise", "warns.py"], tmp_path, env={"PYTHONWARNINGS": warnings})
+        assert proc.returncode == 1 and "Warning" not in proc.stdout + proc.stderr, proc.stdout + proc.stderr
+        assert [line.split()[1] for line in proc.stdout.splitlines() if line.startswith("warns.py")] == ["RAY001"]
+
+
 def test_python2_code(run, tmp_path):
     write_bytes(tmp_path / "print2.py", (RAY_HEADER + 'print "x"\n').encode())
     write_bytes(tmp_path / "exec2.py", (RAY_HEADER + 'exec "code"\n').encode())
@@ -261,12 +273,44 @@ def test_blocks_nested_1000_deep(run, tmp_path):
 
 
 def test_brackets_nested_1000_deep(run, tmp_path):
-    """CPython refuses more than 200 nested brackets; libcst parses them. Today ray-lint lints the file
-    as libcst sees it (no finding, no crash); what matters here is that it neither crashes nor hides
-    the good file's finding."""
+    """CPython refuses more than 200 nested brackets; libcst would parse them. Python's verdict wins."""
     write_bytes(tmp_path / "brackets.py", (RAY_HEADER + "x = " + "[" * 1000 + "]" * 1000 + "\n").encode())
+    error = only_file_error(lint(run, tmp_path), "brackets.py")
+    assert error["message"] == "syntax error: too many nested parentheses"
+    assert error["location"]["row"] == 3
+
+
+@pytest.mark.parametrize(
+    "expression",
+    [
+        "+".join(["1"] * 30_000),  # libcst's parse took over 2 minutes, and crashed the process at 300,000
+        "(" + " +\n    ".join(["1"] * 30_000) + ")",  # the same, one term per line
+        " if c else ".join(["a"] * 30_000),
+        "f" + "()" * 30_000,
+        "a" + ".b" * 30_000,
+    ],
+    ids=["one-line-sum", "multi-line-sum", "conditional-chain", "call-chain", "attribute-chain"],
+)
+def test_expressions_too_deep_for_python(run, tmp_path, expression):
+    """Expressions nested beyond CPython's limits are refused at once with Python's own reason; libcst
+    has no limit, and its parse time grows with the cube of the depth until its native stack overflows."""
+    write_bytes(tmp_path / "deep.py", (RAY_HEADER + "x = " + expression + "\n").encode())
+    error = only_file_error(lint(run, tmp_path), "deep.py")
+    assert error["message"] == "syntax error: nested too deeply for Python's parser; ray-lint lints up to 1000 levels"
+
+
+@pytest.mark.parametrize("shape", ["+", " if c else ", "."])
+def test_nesting_limit(run, tmp_path, shape):
+    """Within ray-lint's limit (1,000 levels; libcst's parse at that depth takes a fraction of a second)
+    a deep expression is linted, findings after it included; over it, the file is refused with the line."""
+    tail = "\nfor i in range(3):\n    ray.get(f.remote(i))\n"
+    write_bytes(tmp_path / "within.py", (RAY_HEADER + "x = " + shape.join(["a"] * 950) + tail).encode())
+    write_bytes(tmp_path / "over.py", (RAY_HEADER + "\n" + "x = " + shape.join(["a"] * 1100) + tail).encode())
     by_file = lint(run, tmp_path)
-    assert by_file.get("brackets.py", []) == [] or [d["code"] for d in by_file["brackets.py"]] == ["RAY000"]
+    assert [d["code"] for d in by_file["within.py"]] == ["RAY001"]
+    error = only_file_error(by_file, "over.py")
+    assert error["message"] == "nested more than 1000 levels deep; not linted (libcst's parse time grows with the cube of the depth)"
+    assert error["location"]["row"] == 4
 
 
 def test_broken_notebooks(run, tmp_path):

@@ -6,11 +6,12 @@ Properties, on every rule (preview ones included):
 3. fixing twice gives the same text as fixing once;
 4. `# noqa: CODE` at the end of a reported line removes exactly that finding.
 
-A short profile ("ci") runs by default; `HYPOTHESIS_PROFILE=fuzz` (`make fuzz`) runs a long one.
+A short derandomized profile ("ci") runs by default; `HYPOTHESIS_PROFILE=fuzz` (`make fuzz`) runs a long, random one.
 """
 
 from __future__ import annotations
 
+import ast
 import os
 import textwrap
 from functools import cache
@@ -23,14 +24,15 @@ from hypothesis import strategies as st
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from ray_lint.diagnostics import FILE_ERROR_CODE, line_offsets
-from ray_lint.engine import INTERNAL_ERROR, fix_text, lint_text
+from ray_lint.engine import INTERNAL_ERROR, _first_node_deeper_than, fix_text, lint_text
 from ray_lint.rule import all_rules, iter_examples
 
 _COMMON: dict[str, Any] = {
     "deadline": None,
     "suppress_health_check": [HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large],
 }
-settings.register_profile("ci", max_examples=150, **_COMMON)
+# CI runs a fixed seed, so that a red build is always reproducible; the long profile explores new seeds.
+settings.register_profile("ci", max_examples=150, derandomize=True, **_COMMON)
 settings.register_profile("fuzz", max_examples=2500, **_COMMON)
 # applied per test (not loaded globally) so that other test files keep hypothesis' defaults
 PROFILE = settings.get_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
@@ -286,6 +288,40 @@ def test_noqa_removes_exactly_that_finding(text: str, data: st.DataObject) -> No
     assert sorted(map(_key, after)) == sorted(map(_key, expected))
 
 
+def _depth(tree: ast.AST) -> int:
+    deepest, stack = 0, [(tree, 0)]
+    while stack:
+        node, depth = stack.pop()
+        deepest = max(deepest, depth)
+        stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
+    return deepest
+
+
+_NESTED = st.sampled_from(["a", "f(*a)", "a.b[c]", "-~a", "f'{a!r:{b}}'", "lambda: a", "[*a]", "{**a}", "(a for a in b)"])
+
+
+@st.composite
+def _nested_expressions(draw) -> str:
+    """Expressions built to be deep for their length, from the constructs with the most `ast` levels per character."""
+    text = draw(_NESTED)
+    for _ in range(draw(st.integers(0, 12))):
+        text = draw(st.sampled_from(["f({})", "f(*{})", "[*{}]", "{}.b", "{}[a]", "-{}", "not {}", "({} + a)", "{{**{}}}", "f'{{{}}}'"])).format(text)
+    return f"x = {text}\n"
+
+
+@PROFILE
+@given(st.one_of(ray_modules(), _hypothesmith_chunk(), _nested_expressions()), st.integers(-3, 1))
+def test_the_nesting_check_finds_exactly_the_trees_deeper_than_its_limit(text: str, offset: int) -> None:
+    """The engine's nesting check skips subtrees whose source is too short to be deep; it must agree with
+    a walk of every node, at limits around each tree's true depth."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        assume(False)
+    limit = max(0, _depth(tree) + offset)
+    assert (_first_node_deeper_than(tree, limit, text) != (0, 0)) == (_depth(tree) > limit)
+
+
 def test_noqa_on_a_line_after_a_record_separator() -> None:
     """Found by the fuzzer: `\x1e` is a line break for str.splitlines, not for Python; the finding and its
     `# noqa` are on Python's line 3."""
@@ -294,11 +330,15 @@ def test_noqa_on_a_line_after_a_record_separator() -> None:
 
 
 def test_strategy_triggers_rules() -> None:
-    """The Ray strategy must reach the rules, not just the pre-filter: most modules give findings."""
+    """The Ray strategy must reach the rules, not just the pre-filter: a good share of modules give findings.
+
+    Derandomized: over random seeds the share ranges from about 0.35 to 0.9 (examples are correlated), so a
+    random run could fail a fixed bar by chance. With a fixed seed it is 0.61; the bar is far below that.
+    """
     reported = 0
     total = 0
 
-    @settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+    @settings(max_examples=100, derandomize=True, deadline=None, suppress_health_check=list(HealthCheck), database=None)
     @given(ray_modules())
     def count(text: str) -> None:
         nonlocal reported, total
@@ -306,4 +346,4 @@ def test_strategy_triggers_rules() -> None:
         reported += bool(lint_text(text, _rules()))
 
     count()
-    assert total and reported / total >= 0.5, (reported, total)
+    assert total == 100 and reported / total >= 0.3, (reported, total)
