@@ -221,6 +221,69 @@ def test_bad_files_together(run, tmp_path):
 RAY_HEADER = "import ray\nref = f.remote(1)\n"  # makes the rules want the file, so RAY000 reports it
 
 
+# Syntax errors of every kind CPython's parser reports (each body follows RAY_HEADER's two lines).
+SYNTAX_ERRORS = {
+    "unclosed_bracket": "x = (1,\n",
+    "unterminated_string": "x = 'abc\n",
+    "unterminated_triple_quoted": "x = \"\"\"abc\n",
+    "unexpected_indent": "  x = 1\n",
+    "unindent_mismatch": "if x:\n        a = 1\n    b = 2\n",
+    "missing_indented_block": "for i in range(3):\nbreak\n",
+    "invalid_character": "x = 1 \u20ac 2\n",
+    "unmatched_bracket": "x = 1)\n",
+    "assignment_to_call": "f() = 1\n",
+    "augmented_assignment_to_tuple": "a, b += 1\n",
+    "delete_call": "del f()\n",
+    "walrus_as_statement": "x := 1\n",
+    "keyword_as_name": "class = 1\n",
+    "default_before_non_default": "def g(a=1, b):\n    pass\n",
+    "bad_parameter_list": "def g(:\n",
+    "f_string": "x = f\"{\"\n",
+    "continuation_at_eof": "x = 1 \\",
+    "else_without_if": "else:\n    pass\n",
+    "decorator_without_definition": "@dec\nx = 1\n",
+    "python2_print": "print 'hello'\n",
+    "conditional_without_else": "x = 1 if y\n",
+    "yield_in_lambda": "lambda x: yield\n",
+    "empty_comprehension_source": "x = [i for i in]\n",
+    "bare_import": "import\n",
+    "octal_without_prefix": "x = 0777\n",
+    "double_underscore_in_number": "x = 1__0\n",
+}
+
+
+def test_syntax_errors_of_every_kind(run, tmp_path):
+    """Each is reported as Python words it, at Python's line and column, all in one run."""
+    for name, body in SYNTAX_ERRORS.items():
+        write_bytes(tmp_path / f"{name}.py", (RAY_HEADER + body).encode())
+    by_file = lint(run, tmp_path, concise=True)
+    for name, body in SYNTAX_ERRORS.items():
+        with pytest.raises(SyntaxError) as python:
+            ast.parse(RAY_HEADER + body)
+        error = only_file_error(by_file, f"{name}.py")
+        assert error["message"] == f"syntax error: {python.value.msg}", name
+        assert error["location"] == {"row": python.value.lineno, "column": python.value.offset}, name
+
+
+def test_errors_only_python_compiler_finds_are_left_to_python(run, tmp_path):
+    """libcst parses these and CPython's parser does too (or, for a non-ASCII bytes literal, only CPython
+    objects): they fail when Python compiles or runs them, and ray-lint lints them as written."""
+    for name, body in {
+        "break_outside_loop": "break\n",
+        "return_outside_function": "return 1\n",
+        "nonlocal_at_module_level": "nonlocal x\n",
+        "duplicate_argument": "def g(x, x):\n    pass\n",
+        "non_ascii_bytes": "x = b'\u00e9'\n",
+    }.items():
+        write_bytes(tmp_path / f"{name}.py", (RAY_HEADER + body + "for i in range(3):\n    ray.get(f.remote(i))\n").encode())
+    by_file = lint(run, tmp_path)
+    assert {name: [d["code"] for d in findings] for name, findings in by_file.items() if name != "good.py"} == {
+        f"{name}.py": ["RAY001"]
+        for name in ("break_outside_loop", "return_outside_function", "nonlocal_at_module_level", "duplicate_argument", "non_ascii_bytes")
+    }
+
+
+
 def test_code_python_warns_about_is_linted_quietly(run, tmp_path):
     """CPython parses each file before libcst (for its nesting limits). Its warnings are not ours to print,
     and under `-W error` (PYTHONWARNINGS=error) they must not turn valid code into a syntax error."""
