@@ -759,15 +759,16 @@ class SemanticModel:
                 return Submission("actor-method", call, actor, receiver.value, receiver.attr.value)
         return Submission("unknown", call)
 
-    def looped_task_submissions(self) -> Iterator[tuple[CallSite, RemoteDef]]:
-        """Each `.remote(...)` call inside a loop that submits a task of this module, with the task."""
+    def looped_submissions(self, kind: Literal["task", "actor-method"]) -> Iterator[tuple[CallSite, Submission, RemoteDef]]:
+        """Each `.remote(...)` call inside a loop that submits a `kind` defined in this module, with what it
+        submits and that task's function or that actor's class."""
         for site in self.calls_by_tail.get("remote", ()):
             if site.loop is None:
                 continue
             submission = self.submission(site.node)
-            if submission is None or submission.kind != "task" or submission.remote is None:
+            if submission is None or submission.kind != kind or submission.remote is None:
                 continue
-            yield site, submission.remote
+            yield site, submission, submission.remote
 
     def _names_module(self, expr: cst.BaseExpression, scope: Scope, at: int) -> bool:
         """Whether `expr` is an imported module or name (so `mod.f.remote()` is a task, not a method)."""

@@ -265,7 +265,7 @@ changes the structure of the code.
         model = ctx.model
         long_body = _LongBody(model, self.settings["max-statements"])
         verdicts: dict[int, bool] = {}
-        for site, remote in model.looped_task_submissions():
+        for site, _, remote in model.looped_submissions("task"):
             gpus = _gpus(remote)
             if gpus is None or gpus <= 0 or "max_calls" in remote.options.values:
                 continue

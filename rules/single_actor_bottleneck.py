@@ -200,12 +200,8 @@ There is no automatic fix: how many actors to run depends on their memory and th
 
     def check(self, ctx: Context) -> None:
         model = ctx.model
-        for site in model.calls_by_tail.get("remote", ()):
-            if site.loop is None:
-                continue
-            submission = model.submission(site.node)
-            if submission is None or submission.kind != "actor-method" or submission.remote is None:
-                continue
+        for site, submission, _ in model.looped_submissions("actor-method"):
+            assert site.loop is not None
             actor, handle = model.single_actor(submission, site.loop), submission.handle
             if actor is None or actor.cls is None or not isinstance(handle, cst.Name) or not submission.method:
                 continue

@@ -460,7 +460,7 @@ on the workload.
             return
         tiny = _TinyBody(model, self.settings["max-statements"])
         verdicts: dict[int, bool] = {}
-        for site, remote in model.looped_task_submissions():
+        for site, _, remote in model.looped_submissions("task"):
             info = model.function_info(remote.target) if isinstance(remote.target, cst.FunctionDef) else None
             if info is None or model.gpu_request(remote) == "requested":
                 continue

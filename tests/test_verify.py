@@ -11,6 +11,7 @@ import sys
 import tempfile
 import textwrap
 from collections import Counter
+from collections.abc import Iterator
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -213,19 +214,25 @@ def assert_cluster_still_works(cluster: Cluster, directory: Path) -> None:
     assert only(verdicts, "RAY040").status == "confirmed"
 
 
+def _live_processes() -> Iterator[tuple[int, int, str, str]]:
+    """(pid, parent pid, name, command line) of every process (psutil leaves what it cannot read None)."""
+    for process in psutil.process_iter(["pid", "ppid", "name", "cmdline"]):
+        info = process.info
+        yield info["pid"], info["ppid"], info["name"] or "", " ".join(info["cmdline"] or [])
+
+
+def _is_ray_worker(name: str, cmdline: str) -> bool:
+    return name.startswith("ray::") or "ray::" in cmdline or "default_worker.py" in cmdline
+
+
 def _leftovers(temp_root: str, before: set[int]) -> set[int]:
     """Processes of the command's cluster still alive: those naming its temporary directory, and new
     Ray workers orphaned to init (a cleanly stopped cluster leaves neither)."""
     found = set()
-    for process in psutil.process_iter(["pid", "ppid", "name", "cmdline"]):
-        try:
-            cmdline = " ".join(process.info["cmdline"] or [])
-            name = process.info["name"] or ""
-        except psutil.Error:
-            continue
-        orphan_worker = process.info["ppid"] == 1 and (name.startswith("ray::") or "ray::" in cmdline)
-        if temp_root in cmdline or (orphan_worker and process.info["pid"] not in before):
-            found.add(process.info["pid"])
+    for pid, ppid, name, cmdline in _live_processes():
+        orphan_worker = ppid == 1 and _is_ray_worker(name, cmdline)
+        if temp_root in cmdline or (orphan_worker and pid not in before):
+            found.add(pid)
     return found
 
 
@@ -336,20 +343,14 @@ def _run_processes(cluster: Cluster, before: set[int], soak_dir: str) -> dict[in
     cluster_roots = [p for p in me.children() if any(cluster.temp_dir in part for part in p.cmdline())]
     cluster_pids = {p.pid for root in cluster_roots for p in [root, *root.children(recursive=True)]}
     found = {}
-    for process in psutil.process_iter(["pid", "ppid", "name", "cmdline"]):
-        try:
-            cmdline = " ".join(process.info["cmdline"] or [])
-            name = process.info["name"] or ""
-        except psutil.Error:
-            continue
-        pid = process.info["pid"]
+    for pid, ppid, name, cmdline in _live_processes():
         if pid in before or pid == me.pid:
             continue
-        ray_process = name.startswith("ray::") or "ray::" in cmdline or "default_worker.py" in cmdline
+        ray_process = _is_ray_worker(name, cmdline)
         if (
             "ray_lint.verify.probe" in cmdline
             or soak_dir in cmdline
-            or (ray_process and process.info["ppid"] == 1)
+            or (ray_process and ppid == 1)
             or (ray_process and pid not in cluster_pids)
         ):
             found[pid] = f"{name}: {cmdline[:160]}"
@@ -365,7 +366,7 @@ def _soak_workers(cluster: Cluster, before: set[int]) -> set[int]:
         try:
             if any(cluster.temp_dir in part for part in root.cmdline()):
                 for child in root.children(recursive=True):
-                    if child.pid not in before and ("ray::" in child.name() or "default_worker.py" in " ".join(child.cmdline())):
+                    if child.pid not in before and _is_ray_worker(child.name(), " ".join(child.cmdline())):
                         found.add(child.pid)
         except psutil.Error:
             continue
