@@ -6,6 +6,7 @@ input into these calls and their output from `FileResult`s; they hold no lint lo
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
@@ -13,6 +14,7 @@ from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from ray_lint import noqa
 from ray_lint.cache import ResultCache, content_digest
@@ -20,7 +22,11 @@ from ray_lint.config import Resolver, Settings
 from ray_lint.diagnostics import FILE_ERROR_CODE, Applicability, Diagnostic, FileResult, Timings, file_error
 from ray_lint.files import Skipped, discover
 from ray_lint.notebook import CellsChanged
+from ray_lint.project import LONE_FILE, PackageFinder, ProjectFacts, facts_of, project_root
 from ray_lint.source import Source, SourceError, decode, read_bytes
+
+if TYPE_CHECKING:
+    from ray_lint.rule import Rule
 
 PARALLEL_MIN_FILES_PER_JOB = 4
 
@@ -36,9 +42,16 @@ class RunOptions:
 
 
 def lint_source(
-    source: Source, path: str, settings: Settings, options: RunOptions = RunOptions(), timings: Timings | None = None
+    source: Source,
+    path: str,
+    settings: Settings,
+    options: RunOptions = RunOptions(),
+    timings: Timings | None = None,
+    project: ProjectFacts | None = None,
 ) -> FileResult:
-    """Lint (and, as asked, fix or annotate) one file's decoded text. Never raises."""
+    """Lint (and, as asked, fix or annotate) one file's decoded text. Never raises. Without `project` (the
+    facts of the project's other files), a finding another file may contradict keeps its `unless`, and
+    its fix is not applied."""
     from ray_lint import engine  # loaded only when a file must be linted: a full cache hit never imports libcst
 
     result = FileResult(path=path, source=source.text, notebook=source.notebook, encoding=source.encoding, timings=timings)
@@ -48,7 +61,7 @@ def lint_source(
         text = source.text
         if options.fix:
             describer = notebook.describer if notebook is not None else None
-            outcome = engine.fix_text(text, rules, options.unsafe_fixes, describer, timings)
+            outcome = engine.fix_text(text, rules, options.unsafe_fixes, describer, timings, project)
             result.diagnostics = outcome.diagnostics
             result.fixes_applied = dict(outcome.applied)
             result.refused_fixes = outcome.refused
@@ -57,7 +70,7 @@ def lint_source(
                 if notebook is not None:  # what is left is located in the fixed cells
                     result.fixed_notebook = notebook.after(outcome.text)
         elif options.add_noqa:
-            diagnostics = engine.lint_text(text, rules, timings=timings)
+            diagnostics = [d for d in engine.lint_text(text, rules, timings=timings, project=project) if not d.unless]
             lines: dict[int, set[str]] = {}
             for diagnostic in diagnostics:
                 if diagnostic.code != FILE_ERROR_CODE and diagnostic.noqa_line is not None:
@@ -71,9 +84,17 @@ def lint_source(
                     result.fixed_notebook = notebook.after(annotated)
         else:
             describe_line = notebook.describe_line if notebook is not None else None
+            provides: set[str] = set()
             result.diagnostics = engine.lint_text(
-                text, rules, describe_line=describe_line, timings=timings, noqa_lines=options.noqa_lines
+                text,
+                rules,
+                describe_line=describe_line,
+                timings=timings,
+                noqa_lines=options.noqa_lines,
+                project=project,
+                provides=provides,
             )
+            result.provides = frozenset(provides)
     except CellsChanged as error:
         result.diagnostics.append(file_error(f"fixes not applied: {error}"))
         result.fixed_source = result.fixed_notebook = None
@@ -84,7 +105,9 @@ def lint_source(
     return result
 
 
-def lint_data(data: bytes, path: Path, settings: Settings, options: RunOptions = RunOptions()) -> FileResult:
+def lint_data(
+    data: bytes, path: Path, settings: Settings, options: RunOptions = RunOptions(), project: ProjectFacts | None = None
+) -> FileResult:
     """Lint a file's bytes (read here, on standard input, or on another machine); writes nothing."""
     timings = Timings() if options.timings else None
     try:
@@ -95,7 +118,7 @@ def lint_data(data: bytes, path: Path, settings: Settings, options: RunOptions =
             source = decode(data, path)
     except SourceError as error:
         return _unreadable(str(path), settings, error)
-    result = lint_source(source, str(path), settings, options, timings)
+    result = lint_source(source, str(path), settings, options, timings, project)
     result.digest = content_digest(data)
     return result
 
@@ -107,20 +130,49 @@ def _unreadable(path: str, settings: Settings, error: SourceError) -> FileResult
     return result
 
 
-def lint_file(path: Path, settings: Settings, options: RunOptions = RunOptions()) -> FileResult:
+def lint_file(
+    path: Path, settings: Settings, options: RunOptions = RunOptions(), project: ProjectFacts | None = None
+) -> FileResult:
     try:
         data = read_bytes(path)
     except SourceError as error:
         return _unreadable(str(path), settings, error)
-    result = lint_data(data, path, settings, options)
+    result = lint_data(data, path, settings, options, project)
     if options.write:
         write_fixes(path, result)
     return result
 
 
-def lint_bytes(data: bytes, path: str, settings: Settings, options: RunOptions = RunOptions()) -> FileResult:
-    """Lint text that did not come from a file (standard input)."""
-    return lint_data(data, Path(path), settings, options)
+def lint_bytes(
+    data: bytes, path: str, settings: Settings, resolver: Resolver, options: RunOptions = RunOptions()
+) -> FileResult:
+    """Lint text that did not come from a file (standard input). Where a finding depends on the rest of the
+    project, the project of `path` is read (none for "-": a lone file)."""
+    facts = (lambda: project_facts([Path(path)], resolver)) if path != "-" else (lambda: LONE_FILE)
+    return _alone(lambda project: lint_data(data, Path(path), settings, options, project), facts, options)
+
+
+def lint_document(source: Source, path: Path, settings: Settings, resolver: Resolver, options: RunOptions) -> FileResult:
+    """Lint an editor's document: its project's facts are read once (see `known_project_facts`), and only
+    when a finding depends on them."""
+    return _alone(
+        lambda project: lint_source(source, str(path), settings, options, project=project),
+        lambda: known_project_facts(path, resolver),
+        options,
+    )
+
+
+def _alone(lint: Callable[[ProjectFacts | None], FileResult], facts: Callable[[], ProjectFacts], options: RunOptions) -> FileResult:
+    """Lint one file without its project's facts, then drop the findings they contradict, asking for them
+    only when a finding depends on them; a run that writes fixes or `# noqa` lints again with them."""
+    result = lint(None)
+    if not any(d.unless for d in result.diagnostics):
+        return result
+    known = facts()
+    if options.fix or options.add_noqa:  # fixes of findings that depended on the facts were held back
+        return lint(known)
+    result.diagnostics = [d for d in result.diagnostics if not known.holds_any(d.unless)]
+    return result
 
 
 def write_fixes(path: Path, result: FileResult) -> None:
@@ -156,6 +208,7 @@ class Task:
     path: Path
     settings: Settings
     options: RunOptions
+    project: ProjectFacts | None = None  # known before linting when fixes or `# noqa` comments are written
 
 
 class ExecutorError(Exception):
@@ -166,7 +219,7 @@ Executor = Callable[[list[Task]], Iterable[FileResult]]  # lints tasks, giving o
 
 
 def _lint_task(task: Task) -> FileResult:
-    return lint_file(task.path, task.settings, task.options)
+    return lint_file(task.path, task.settings, task.options, task.project)
 
 
 def local_executor(jobs: int) -> Executor:
@@ -200,7 +253,11 @@ def lint_paths(
     cache: ResultCache | None = None,
 ) -> Iterator[FileResult | Skipped]:
     """Lint every Python file under `paths`, in path order. Files whose findings are in `cache` are
-    not linted again; the others go to `executor` (default: this process)."""
+    not linted again; the others go to `executor` (default: this process).
+
+    Project facts (`ray_lint.project`) come from every linted file and, where a finding still depends
+    on them, from the rest of its project. A check gathers them while it lints and drops the findings
+    they contradict at the end; a run that writes fixes or `# noqa` comments gathers them first."""
     tasks: list[Task] = []
     for found in discover(paths, resolver, force_exclude):
         if isinstance(found, Skipped):
@@ -208,6 +265,10 @@ def lint_paths(
         else:
             tasks.append(Task(found, resolver.settings_for(found.parent), options))
     tasks.sort(key=lambda task: str(task.path))
+    packages = PackageFinder()
+    if options.fix or options.add_noqa:
+        known = project_facts([task.path for task in tasks], resolver, packages)
+        tasks = [dataclasses.replace(task, project=known) for task in tasks]
     new: set[str] = set()  # settings the cache has no entries for: their files are not looked up
     for settings in resolver.all_settings():  # a cache made with these settings vouches for them
         if cache is None or not cache.knows(settings):
@@ -220,13 +281,90 @@ def lint_paths(
     ]
     misses = [task for task, result in zip(tasks, results) if result is None]
     linted = iter((executor or local_executor(1))(misses))
+    done: list[FileResult] = []
     for task, result in zip(tasks, results):
         if result is None:
             result = next(linted)
-            if cache is not None and _cacheable(result, task.options):
+            if cache is not None and task.project is None and _cacheable(result, task.options):  # keyed on this file alone
                 assert result.digest is not None
-                cache.store(task.settings, cache.key(result.digest, task.path, task.settings), result.diagnostics)
-        yield result
+                key = cache.key(result.digest, task.path, task.settings)
+                cache.store(task.settings, key, result.diagnostics, result.provides)
+        done.append(result)
+    yield from resolve(done, resolver, packages)
+
+
+_KNOWN_PROJECTS: dict[Path, ProjectFacts] = {}  # by project root, for front-ends that see one file at a time
+
+
+def known_project_facts(path: Path, resolver: Resolver) -> ProjectFacts:
+    """The facts of `path`'s project, read once per process (flake8, the language server); a file outside
+    any project is a lone file."""
+    root = project_root(path.absolute())
+    if root is None:
+        return LONE_FILE
+    if root not in _KNOWN_PROJECTS:
+        _KNOWN_PROJECTS[root] = project_facts([path.absolute()], resolver)
+    return _KNOWN_PROJECTS[root]
+
+
+def forget_project_facts(path: Path) -> None:
+    """Read `path`'s project again next time (a file of it was saved)."""
+    root = project_root(path.absolute())
+    _KNOWN_PROJECTS.pop(root, None)  # type: ignore[arg-type]
+
+
+def lint_in_project(text: str, path: Path, rules: list[Rule], resolver: Resolver, **engine_options: Any) -> list[Diagnostic]:
+    """Lint one file's text for a front-end that sees one file at a time (flake8): its project's facts are
+    read only when a finding depends on them. `engine_options` go to `engine.lint_text`."""
+    from ray_lint import engine
+
+    diagnostics = engine.lint_text(text, rules, project=None, **engine_options)
+    if not any(d.unless for d in diagnostics):
+        return diagnostics
+    facts = known_project_facts(path, resolver)
+    return [d for d in diagnostics if not facts.holds_any(d.unless)]
+
+
+def project_facts(paths: Iterable[Path], resolver: Resolver, packages: PackageFinder | None = None) -> ProjectFacts:
+    """The facts `paths` give, and the rest of each one's project, read with CPython's parser."""
+    paths = list(paths)
+    return _read_facts([*paths, *_rest_of_projects(paths, resolver)], packages or PackageFinder())
+
+
+def _read_facts(paths: Iterable[Path], packages: PackageFinder) -> ProjectFacts:
+    facts: set[str] = set()
+    for path in paths:
+        facts |= packages.facts_of(path)
+        try:
+            facts |= facts_of(decode(read_bytes(path), path).text)
+        except SourceError:
+            continue
+    return ProjectFacts(frozenset(facts))
+
+
+def _rest_of_projects(paths: list[Path], resolver: Resolver) -> Iterator[Path]:
+    """The other files of the projects `paths` belong to (as `discover` finds them)."""
+    seen = {path.absolute() for path in paths}
+    roots = {root for root in map(project_root, paths) if root is not None}
+    for found in discover(sorted(roots), resolver):
+        if not isinstance(found, Skipped) and found.absolute() not in seen:
+            seen.add(found.absolute())
+            yield found
+
+
+def resolve(results: list[FileResult], resolver: Resolver, packages: PackageFinder | None = None) -> list[FileResult]:
+    """Drop the findings that project facts contradict (those linted without `project`): the facts the
+    results give first, and the rest of their projects only when a finding still depends on them."""
+    if not any(d.unless for result in results for d in result.diagnostics):
+        return results
+    packages = packages or PackageFinder()
+    paths = [Path(result.path) for result in results]
+    facts = ProjectFacts(frozenset().union(*(result.provides for result in results), *map(packages.facts_of, paths)))
+    if any(d.unless and not facts.holds_any(d.unless) for result in results for d in result.diagnostics):
+        facts = ProjectFacts(facts.facts | _read_facts(_rest_of_projects(paths, resolver), packages).facts)
+    for result in results:
+        result.diagnostics = [d for d in result.diagnostics if not facts.holds_any(d.unless)]
+    return results
 
 
 def _cached(cache: ResultCache, task: Task) -> FileResult | None:
@@ -236,10 +374,11 @@ def _cached(cache: ResultCache, task: Task) -> FileResult | None:
     except SourceError:
         return None
     digest = content_digest(data)
-    diagnostics = cache.load(task.settings, cache.key(digest, task.path, task.settings))
-    if diagnostics is None or not _served_by_cache(diagnostics, task.options):
+    entry = cache.load(task.settings, cache.key(digest, task.path, task.settings))
+    if entry is None or not _served_by_cache(entry[0], task.options):
         return None
-    result = FileResult(path=str(task.path), diagnostics=diagnostics, digest=digest)
+    diagnostics, provides = entry
+    result = FileResult(path=str(task.path), diagnostics=diagnostics, digest=digest, provides=provides)
     if diagnostics:  # the text is shown with the findings (and a notebook's cells locate them)
         try:
             source = decode(data, task.path)

@@ -120,26 +120,30 @@ class ResultCache:
         """The entry for a file with content digest `digest` at `path`."""
         relative = os.path.relpath(os.path.abspath(path), self.project)  # paths as strings: pathlib costs more here
         ignored = repr(settings.ignored_for(path))
-        return hashlib.blake2b(f"{digest}\0{relative}\0{ignored}".encode(), digest_size=20).hexdigest()
+        test = settings.is_test_file(path)
+        return hashlib.blake2b(f"{digest}\0{relative}\0{ignored}\0{test}".encode(), digest_size=20).hexdigest()
 
     def _entry(self, settings: Settings, key: str) -> Path:
         return self._namespace(settings) / key[:2] / f"{key}.json"
 
-    def load(self, settings: Settings, key: str) -> list[Diagnostic] | None:
-        """The cached findings, or None when there are none (or the entry is unreadable)."""
+    def load(self, settings: Settings, key: str) -> tuple[list[Diagnostic], frozenset[str]] | None:
+        """The cached findings and the project facts the file gives, or None when there are none (or the
+        entry is unreadable)."""
         try:
             data = json.loads(self._entry(settings, key).read_bytes())
             diagnostics = [_decode(item) for item in data["diagnostics"]]
+            provides = frozenset(data["provides"])
         except (OSError, ValueError, KeyError, TypeError):
             return None
         self.hits += 1
-        return diagnostics
+        return diagnostics, provides
 
-    def store(self, settings: Settings, key: str, diagnostics: list[Diagnostic]) -> None:
+    def store(self, settings: Settings, key: str, diagnostics: list[Diagnostic], provides: frozenset[str]) -> None:
         if not self.usable:
             return
         try:
-            payload = json.dumps({"diagnostics": [_encode(d) for d in diagnostics]}, separators=(",", ":"))
+            entry_data = {"diagnostics": [_encode(d) for d in diagnostics], "provides": sorted(provides)}
+            payload = json.dumps(entry_data, separators=(",", ":"))
         except (TypeError, ValueError):  # a rule's facts that JSON cannot hold: not cached
             return
         entry = self._entry(settings, key)
@@ -184,6 +188,7 @@ def _encode(diagnostic: Diagnostic) -> dict[str, Any]:
         "end": _position(diagnostic.end),
         "noqa_line": diagnostic.noqa_line,
         "facts": diagnostic.facts,
+        "unless": list(diagnostic.unless),
         "fix": None
         if fix is None
         else {
@@ -205,6 +210,7 @@ def _decode(item: dict[str, Any]) -> Diagnostic:
         end=Position(*item["end"]),
         noqa_line=item["noqa_line"],
         facts=item["facts"],
+        unless=tuple(item["unless"]),
         fix=None
         if fix is None
         else Fix(

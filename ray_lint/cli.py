@@ -178,7 +178,7 @@ def run_check(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
         name = args.stdin_filename or "-"
         settings = resolver.settings_for(Path(name).absolute())
         data = sys.stdin.buffer.read()
-        result = lint_bytes(data, name, settings, options)
+        result = lint_bytes(data, name, settings, resolver, options)
         if args.fix and not args.diff:  # the input comes back, fixed or as it was, even if unreadable
             fixed_text = result.file_text()
             if fixed_text is not None:

@@ -9,7 +9,9 @@ when preview mode is on, or when it is selected by its exact code or name.
 from __future__ import annotations
 
 import difflib
+import functools
 import hashlib
+import os
 import sys
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -30,9 +32,13 @@ DEFAULT_EXCLUDE = (
     ".bzr", ".direnv", ".eggs", ".git", ".git-rewrite", ".hg", ".ipynb_checkpoints", ".mypy_cache",
     ".nox", ".pants.d", ".pytype", ".ruff_cache", ".ray_lint_cache", ".svn", ".tox", ".venv",
     "__pypackages__", "_build", "buck-out", "build", "dist", "node_modules", "site-packages", "venv",
+    # vendored copies of other projects: their findings are not the user's to fix
+    "third_party", "vendor", "vendored", "_vendor",
 )
-LIST_KEYS = ("select", "ignore", "extend-select", "exclude", "extend-exclude")
-KNOWN_KEYS = (*LIST_KEYS, "per-file-ignores", "preview", "rules")
+# Test code, where rules with `in_tests = False` stay silent (see `all-rules-in-tests`).
+DEFAULT_TEST_FILES = ("tests/", "test/", "test_*.py", "*_test.py", "conftest.py")
+LIST_KEYS = ("select", "ignore", "extend-select", "exclude", "extend-exclude", "test-files")
+KNOWN_KEYS = (*LIST_KEYS, "per-file-ignores", "preview", "all-rules-in-tests", "rules")
 
 
 class ConfigError(Exception):
@@ -57,6 +63,8 @@ class Layer:
     exclude: tuple[str, ...] | None = None
     extend_exclude: tuple[str, ...] = ()
     preview: bool | None = None
+    test_files: tuple[str, ...] | None = None
+    all_rules_in_tests: bool | None = None
     rule_options: tuple[tuple[str, tuple[tuple[str, Any], ...]], ...] = ()  # keyed by rule name or code as written
 
 
@@ -88,9 +96,9 @@ def parse_layer(data: dict[str, Any], origin: str, root: Path) -> Layer:
             if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
                 raise ConfigError(f"{origin}: `{key}` must be a list of strings")
             values[key] = tuple(value)
-    preview = data.get("preview")
-    if preview is not None and not isinstance(preview, bool):
-        raise ConfigError(f"{origin}: `preview` must be true or false")
+    for key in ("preview", "all-rules-in-tests"):
+        if data.get(key) is not None and not isinstance(data[key], bool):
+            raise ConfigError(f"{origin}: `{key}` must be true or false")
     per_file = data.get("per-file-ignores", {})
     if not isinstance(per_file, dict):
         raise ConfigError(f"{origin}: `per-file-ignores` must be a table of pattern = [codes]")
@@ -114,7 +122,9 @@ def parse_layer(data: dict[str, Any], origin: str, root: Path) -> Layer:
         per_file_ignores=tuple((p, tuple(s)) for p, s in per_file.items()),
         exclude=values.get("exclude"),
         extend_exclude=values.get("extend-exclude", ()),
-        preview=preview,
+        preview=data.get("preview"),
+        test_files=values.get("test-files"),
+        all_rules_in_tests=data.get("all-rules-in-tests"),
         rule_options=tuple(options),
     )
 
@@ -219,6 +229,27 @@ class Settings:
         return next((layer.preview for layer in reversed(self.layers) if layer.preview is not None), False)
 
     @cached_property
+    def all_rules_in_tests(self) -> bool:
+        return next((layer.all_rules_in_tests for layer in reversed(self.layers) if layer.all_rules_in_tests is not None), False)
+
+    @cached_property
+    def _test_files(self) -> tuple[pathspec.GitIgnoreSpec, str]:
+        """The test-file patterns of the last layer that sets them, and the directory they are relative to."""
+        layer = next((layer for layer in reversed(self.layers) if layer.test_files is not None), None)
+        patterns, root = (layer.test_files, layer.root) if layer is not None else (DEFAULT_TEST_FILES, Path.cwd())
+        return pathspec.GitIgnoreSpec.from_lines(patterns), os.path.abspath(root)
+
+    def is_test_file(self, path: Path) -> bool:
+        """Whether `path` is test code (the default patterns are relative to the working directory). With
+        strings, not pathlib: a warm run asks once per file, and pathlib's parsing was a third of it."""
+        if self.all_rules_in_tests:
+            return False
+        spec, root = self._test_files
+        absolute = os.path.abspath(path)
+        relative = absolute[len(root) + 1 :] if absolute.startswith(root + os.sep) else os.path.basename(absolute)
+        return spec.match_file(relative.replace(os.sep, "/"))
+
+    @cached_property
     def enabled_codes(self) -> frozenset[str]:
         self.validate()
         enabled = self._decide({rule.code: True for rule in all_rules()})  # preview rules are then dropped unless asked for
@@ -269,6 +300,8 @@ class Settings:
         codes = self.enabled_codes
         for selector, origin in self.ignored_for(path):
             codes = codes - selector_codes(selector, origin)[0]
+        if self.is_test_file(path):
+            codes = codes - _not_in_tests()
         return codes
 
     @cached_property
@@ -327,6 +360,9 @@ class Settings:
         exclude = next((list(l.exclude) for l in reversed(self.layers) if l.exclude is not None), list(DEFAULT_EXCLUDE))
         rows.append(("exclude", exclude, origin_of("exclude")))
         rows.append(("extend-exclude", [p for l in self.layers for p in l.extend_exclude], origin_of("extend_exclude")))
+        test_files = next((list(l.test_files) for l in reversed(self.layers) if l.test_files is not None), list(DEFAULT_TEST_FILES))
+        rows.append(("test-files", test_files, origin_of("test_files")))
+        rows.append(("all-rules-in-tests", self.all_rules_in_tests, origin_of("all_rules_in_tests")))
         for rule in all_rules():
             for option in rule.options:
                 value = self.rule_options.get(rule.name, {}).get(option.name, option.default)
@@ -336,6 +372,12 @@ class Settings:
                 )
                 rows.append((f"rules.{rule.name}.{option.name}", value, source))
         return rows
+
+
+@functools.cache
+def _not_in_tests() -> frozenset[str]:
+    """The codes of the rules that do not report test code."""
+    return frozenset(rule.code for rule in all_rules() if not rule.reports_tests())
 
 
 def _relative(path: Path, root: Path) -> str:

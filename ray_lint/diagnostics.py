@@ -73,6 +73,9 @@ class Diagnostic:
     noqa_line: int | None = None
     # What the rule measured statically (loop counts, thread counts, options), for the verifier.
     facts: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+    # Project facts (`ray_lint.project`) any one of which makes the finding wrong: set while the rule
+    # could not see the rest of the project; the front-end drops the finding when one holds.
+    unless: tuple[str, ...] = ()
 
     @property
     def url(self) -> str:
@@ -146,6 +149,7 @@ class FileResult:
     encoding: str = "utf-8"  # the file's, kept when fixes are written
     digest: str | None = None  # of the bytes that were linted, for the cache
     timings: Timings | None = None  # when asked for (`--timings`)
+    provides: frozenset[str] = frozenset()  # the project facts this file gives (`ray_lint.project`)
 
     @property
     def reported_text(self) -> str | None:

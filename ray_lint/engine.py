@@ -21,6 +21,7 @@ import libcst as cst
 from ray_lint import noqa
 from ray_lint.diagnostics import FILE_ERROR_CODE, Applicability, Diagnostic, Position, Timings, apply_edits, file_error
 from ray_lint.model import SemanticModel
+from ray_lint.project import LONE_FILE, ProjectFacts, facts_of_calls, may_give
 from ray_lint.rule import Context, Report, Rule
 
 MAX_FIX_PASSES = 10
@@ -72,6 +73,8 @@ def lint_text(
     timings: Timings | None = None,
     noqa_lines: bool = True,
     python_tree: ast.Module | None = None,
+    project: ProjectFacts | None = LONE_FILE,
+    provides: set[str] | None = None,
 ) -> list[Diagnostic]:
     """Run `rules` on one file's text. Never raises: failures become RAY000 diagnostics (when RAY000 is
     among `rules`). `line_noqa=False` leaves `# noqa` comments to the caller (flake8 reads them itself);
@@ -79,11 +82,14 @@ def lint_text(
     names the cell). `timings`, when given, collects the time of each phase and rule. `noqa_lines=False`
     leaves each diagnostic's `noqa_line` unset (the language server works it out for the one line a
     user acts on); the tokenize pass behind it then runs only for a text with a `# noqa` to honour.
-    `python_tree` is CPython's parse of the text where the caller already has one (flake8 does)."""
+    `python_tree` is CPython's parse of the text where the caller already has one (flake8 does).
+    `project`: the facts of the project's other files (by default none: a lone file); None when the caller
+    gathers them later, and then a finding another file may contradict keeps its `unless`. `provides`,
+    when given, receives the facts this file gives (a file no rule wants gives none)."""
     clock = timings.measure if timings is not None else _untimed
     with clock("pre-filter"):
         wanting = _wanting(text, rules)  # the cheap check first: most files never mention Ray
-    if not wanting:
+    if not wanting:  # a file that does not use Ray gives no facts either (builders are called where Ray is)
         return []
     suppression = noqa.file_suppression(text)
     active = [rule for rule in wanting if not noqa.file_suppresses(suppression, rule.code)]
@@ -91,7 +97,7 @@ def lint_text(
         return []
     report_file_errors = any(rule.code == FILE_ERROR_CODE for rule in active)
     with _collector_paused():
-        checked = _check(text, active, describe_line or _plain_line, clock, python_tree)
+        checked = _check(text, active, describe_line or _plain_line, clock, python_tree, project, provides)
     # a rule's own crash is a bug in ray-lint, shown even when RAY000 is not selected: else it looks like a clean file
     diagnostics = [d for d in checked if d.code != FILE_ERROR_CODE or report_file_errors or d.message.startswith(INTERNAL_ERROR)]
     if not diagnostics:
@@ -131,17 +137,30 @@ def _plain_line(line: int) -> str:
 
 
 def _check(
-    text: str, rules: list[Rule], describe_line: Callable[[int], str], clock: Clock, python_tree: ast.Module | None
+    text: str,
+    rules: list[Rule],
+    describe_line: Callable[[int], str],
+    clock: Clock,
+    python_tree: ast.Module | None,
+    project: ProjectFacts | None,
+    provides: set[str] | None,
 ) -> list[Diagnostic]:
     with clock("nesting check"):
         too_deep = _nesting_error(text, python_tree)
     if too_deep is not None:
         return [too_deep]
     with _recursion_limit(_RULES_RECURSION_LIMIT):
-        return _parse_and_run(text, rules, describe_line, clock)
+        return _parse_and_run(text, rules, describe_line, clock, project, provides)
 
 
-def _parse_and_run(text: str, rules: list[Rule], describe_line: Callable[[int], str], clock: Clock) -> list[Diagnostic]:
+def _parse_and_run(
+    text: str,
+    rules: list[Rule],
+    describe_line: Callable[[int], str],
+    clock: Clock,
+    project: ProjectFacts | None,
+    provides: set[str] | None,
+) -> list[Diagnostic]:
     try:
         with clock("parse"):
             module = cst.parse_module(text)
@@ -153,10 +172,13 @@ def _parse_and_run(text: str, rules: list[Rule], describe_line: Callable[[int], 
         return [file_error(f"cannot be parsed: {type(error).__name__}: {error}")]
     try:
         with clock("semantic model"):
-            model = SemanticModel(module)
+            model = SemanticModel(module, project)
     except (RecursionError, MemoryError) as error:
         return [file_error(f"could not be analysed: {type(error).__name__}")]
     try:
+        if provides is not None and may_give(text):
+            with clock("project facts"):
+                provides |= facts_of_calls(model.call_shapes())
         return _run_rules(model, rules, describe_line, clock)
     finally:
         model.close()
@@ -175,7 +197,17 @@ def _run_rules(model: SemanticModel, rules: list[Rule], describe_line: Callable[
             diagnostics.append(
                 file_error(f"{INTERNAL_ERROR} in rule {rule.code} ({rule.name}): {type(error).__name__}: {error}")
             )
-    return diagnostics
+    return _one_per_problem(diagnostics, rules)
+
+
+def _one_per_problem(diagnostics: list[Diagnostic], rules: list[Rule]) -> list[Diagnostic]:
+    """Drop a finding when a more specific rule reported the same line (its `supersedes` names the other):
+    one problem, one finding."""
+    superseding = {rule.code: rule.supersedes for rule in rules if rule.supersedes}
+    if not superseding:
+        return diagnostics
+    replaced = {(d.start.line, code) for d in diagnostics for code in superseding.get(d.code, ())}
+    return [d for d in diagnostics if (d.start.line, d.code) not in replaced]
 
 
 MAX_NESTING = 1000  # in `ast` levels; CPython allows about 3,000
@@ -269,6 +301,7 @@ def _to_diagnostic(rule: Rule, report: Report, ctx: Context) -> Diagnostic:
         end=Position(span.end.line, span.end.column + 1),
         fix=ctx.fix(report.fix) if report.fix is not None else None,
         facts=report.facts,
+        unless=report.unless,
     )
 
 
@@ -306,12 +339,15 @@ def fix_text(
     unsafe: bool,
     describer: Callable[[str], Callable[[int], str]] | None = None,
     timings: Timings | None = None,
+    project: ProjectFacts | None = LONE_FILE,
 ) -> FixOutcome:
     """Apply fixes until none is left (at most MAX_FIX_PASSES passes), never keeping unparseable code.
-    `describer` gives the `describe_line` for a text, which fixes change (a notebook's cells move)."""
+    `describer` gives the `describe_line` for a text, which fixes change (a notebook's cells move).
+    Without `project`, a finding another file may contradict (one with `unless`) is not fixed."""
 
     def lint(current: str) -> list[Diagnostic]:
-        return lint_text(current, rules, describe_line=describer(current) if describer is not None else None, timings=timings)
+        describe_line = describer(current) if describer is not None else None
+        return lint_text(current, rules, describe_line=describe_line, timings=timings, project=project)
 
     outcome = FixOutcome(text, [])
     refused_at: set[tuple[str, Position]] = set()
@@ -321,6 +357,7 @@ def fix_text(
             d
             for d in diagnostics
             if d.fix is not None
+            and not d.unless
             and (d.fix.applicability is Applicability.SAFE or unsafe)
             and (d.code, d.start) not in refused_at
         )

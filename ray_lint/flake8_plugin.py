@@ -21,7 +21,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, ClassVar
 
-from ray_lint import __version__, engine
+from ray_lint import __version__
+from ray_lint.api import lint_in_project
 from ray_lint.config import ConfigError, Resolver, check_layer, parse_layer
 from ray_lint.diagnostics import file_error
 from ray_lint.rule import Option, Rule, all_rules
@@ -107,7 +108,7 @@ class RayLintPlugin:
             _warn_once(str(error))  # also on stderr: a `--select` without RAY000 would hide it
             return [file_error(str(error))]
         rules = [rule for rule in settings.rules_for(path) if rule.code not in self.flake8_skips]
-        return engine.lint_text("".join(self.lines), rules, line_noqa=False, python_tree=self.tree)
+        return lint_in_project("".join(self.lines), path, rules, self.resolver, line_noqa=False, python_tree=self.tree)
 
 
 @functools.cache

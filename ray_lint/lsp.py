@@ -26,7 +26,7 @@ from pygls.workspace import TextDocument
 from pygls.workspace.position_codec import ServerTextPosition, ServerTextRange
 
 from ray_lint import __version__, noqa
-from ray_lint.api import RunOptions, lint_source
+from ray_lint.api import RunOptions, forget_project_facts, lint_document
 from ray_lint.config import CONFIG_FILES, ConfigError, Resolver, check_layer, parse_layer
 from ray_lint.diagnostics import FILE_ERROR_CODE, Applicability, Diagnostic, Edit, FileResult, Position, Severity, file_error
 from ray_lint.docs import render_rule
@@ -155,7 +155,7 @@ class RayLintServer(LanguageServer):
             return FileResult(path=str(path), diagnostics=[file_error(f"configuration error: {error}")])
         if skip_excluded and settings.is_excluded(path.absolute()):
             return FileResult(path=str(path), source=source.text, notebook=source.notebook)
-        return lint_source(source, str(path), settings, options or RunOptions(noqa_lines=False))
+        return lint_document(source, path, settings, self.resolver, options or RunOptions(noqa_lines=False))
 
     def reload_configuration(self) -> None:
         """Forget every resolved config file and lint the open documents again."""
@@ -264,6 +264,7 @@ def did_change(ls: RayLintServer, params: types.DidChangeTextDocumentParams) -> 
 
 @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
 def did_save(ls: RayLintServer, params: types.DidSaveTextDocumentParams) -> None:
+    forget_project_facts(_path(params.text_document.uri))  # what it gives other files may have changed
     ls.schedule(params.text_document.uri, 0)
 
 
@@ -287,6 +288,7 @@ def notebook_did_change(ls: RayLintServer, params: types.DidChangeNotebookDocume
 
 @server.feature(types.NOTEBOOK_DOCUMENT_DID_SAVE)
 def notebook_did_save(ls: RayLintServer, params: types.DidSaveNotebookDocumentParams) -> None:
+    forget_project_facts(_path(params.notebook_document.uri))
     ls.schedule(params.notebook_document.uri, 0)
 
 

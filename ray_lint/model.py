@@ -25,6 +25,7 @@ import libcst as cst
 from libcst.metadata import CodeRange
 
 from ray_lint.positions import Positions
+from ray_lint.project import CallShape, ProjectFacts
 from ray_lint.sizes import LARGE_MARKER, Size, SizeFolder
 
 ScopeKind = Literal["module", "function", "lambda", "class", "comprehension"]
@@ -71,6 +72,29 @@ MUTATING_METHODS = frozenset(
         "set_weights", "set_state", "copy_", "add_", "mul_", "zero_", "fill_",
     }
 )
+# Actor methods that read a small fact (`get_rank`, `is_ready`, `ping`), by Python's naming habits:
+# a round trip of milliseconds that returns an address, a rank or a flag, not bulk data or compute.
+ACCESSORS = frozenset({"ping", "ready", "health", "health_check", "status", "rank", "address", "node_ip"})
+SMALL_FACTS = frozenset(
+    {
+        "rank", "ranks", "address", "addr", "ip", "node", "port", "ports", "id", "ids", "name", "info", "status",
+        "host", "hostname", "url", "pid", "device", "devices", "gpu", "gpus", "size", "count", "version", "config",
+        "world", "coordinator", "location", "ready", "alive", "healthy", "metadata",
+    }
+)
+
+
+def is_accessor(method: str | None) -> bool:
+    """`is_*`/`has_*` flags, `ping`-like probes, and `get_*`/`alloc_*` of an address, a rank, an id, a port
+    (`get_weights` and `get_batch` move data: they are not accessors)."""
+    if method is None:
+        return False
+    if method in ACCESSORS or method.startswith(("is_", "has_")):
+        return True
+    verb, _, rest = method.partition("_")
+    return verb in ("get", "alloc") and any(word in SMALL_FACTS for word in rest.split("_"))
+
+
 # Methods that change a list, dict, set or deque in place (not `setdefault`: that is how a cache is filled).
 CONTAINER_MUTATORS = frozenset(
     {
@@ -349,8 +373,9 @@ class RefOrigin:
 class SemanticModel:
     """Facts about one module, for rules to query. Build it with `SemanticModel(module)`."""
 
-    def __init__(self, module: cst.Module) -> None:
+    def __init__(self, module: cst.Module, project: ProjectFacts | None = None) -> None:
         self.module = module
+        self.project = project  # the other files' facts, when the caller knows them (`ray_lint.project`)
         self.module_scope = Scope("module", module, None)
         self.scopes: list[Scope] = [self.module_scope]
         self.loops: list[Loop] = []
@@ -733,6 +758,20 @@ class SemanticModel:
                 return True
         return False
 
+    def call_shapes(self) -> Iterator[CallShape]:
+        """The module's calls as `ray_lint.project` reads them for project facts (resource options given
+        to a class by name), from the calls the model already holds: no second walk of the tree."""
+        for site in self.calls:
+            call, func = site.node, site.node.func
+            keywords = tuple(arg.keyword.value if arg.keyword is not None else None for arg in call.args if arg.keyword or arg.star == "**")
+            if isinstance(func, cst.Attribute) and func.attr.value == "options":
+                yield CallShape(keywords, options_of=_bare_name(func.value))
+            elif isinstance(func, cst.Call) and _bare_name(func.func) == "remote" and call.args:
+                inner = tuple(a.keyword.value if a.keyword is not None else None for a in func.args if a.keyword or a.star == "**")
+                yield CallShape(inner, remote_of=_bare_name(call.args[0].value))
+            elif keywords:
+                yield CallShape(keywords, names=tuple(name for arg in call.args if (name := _bare_name(arg.value)) is not None))
+
     # ------------------------------------------------------------------ ObjectRefs
 
     def submission(self, call: cst.Call) -> Submission | None:
@@ -952,6 +991,14 @@ class SemanticModel:
             return None
         return actor
 
+    def loop_invariant(self, expr: cst.BaseExpression, loop: Loop) -> bool:
+        """Whether `expr` names the same thing in every iteration of `loop`: it reads no name the loop
+        binds and no attribute the loop assigns (`self.buffer`, `handles[0]`, `get_queue()`)."""
+        if names_read(expr) & self.names_bound_in(loop):
+            return False
+        stored = {dotted_name(s.target) for s in self.stores if loop.contains_index(s.index) and isinstance(s.target, cst.Attribute)}
+        return not keys_read(expr) & stored
+
     def carried_names(self, loop: Loop, names: set[str], at: int) -> set[str]:
         """Of `names` read at event `at` inside `loop`, those whose value there comes from the previous
         iteration: bound later in the body, and not earlier in the same iteration."""
@@ -1065,6 +1112,13 @@ def scope_within(scope: Scope | None, ancestor: Scope) -> bool:
     return False
 
 
+def _bare_name(expr: cst.BaseExpression) -> str | None:
+    """`Worker` for `Worker`, `mod.Worker` and `self.Worker`."""
+    if isinstance(expr, cst.Name):
+        return expr.value if expr.value not in ("True", "False", "None") else None  # constants, as in `ast`
+    return expr.attr.value if isinstance(expr, cst.Attribute) else None
+
+
 def _is_none_literal(expr: cst.BaseExpression | None) -> bool:
     return isinstance(expr, cst.Name) and expr.value == "None"
 
@@ -1074,15 +1128,43 @@ def names_read(expr: cst.CSTNode) -> set[str]:
     return {node.value for node in iter_subtree(expr) if isinstance(node, cst.Name)}
 
 
+def keys_read(expr: cst.CSTNode) -> set[str]:
+    """Names and dotted names (`self.refs`) an expression reads, outside nested functions."""
+    keys = set()
+    for node in iter_subtree(expr, into_functions=False):
+        if isinstance(node, (cst.Name, cst.Attribute)):
+            key = dotted_name(node)
+            if key is not None:
+                keys.add(key)
+    return keys
+
+
+def target_keys(target: cst.CSTNode) -> set[str]:
+    """What an assignment target binds or overwrites: names, and dotted names for `self.x = ...` and
+    `self.x[k] = ...` (the container then holds the value)."""
+    while isinstance(target, cst.Subscript):
+        target = target.value
+    if isinstance(target, cst.Attribute):
+        key = dotted_name(target)
+        return {key} if key is not None else set()
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return set().union(set(), *(target_keys(element.value) for element in target.elements))
+    if isinstance(target, cst.StarredElement):
+        return target_keys(target.value)
+    return target_names(target)
+
+
 class LoopResults:
     """What a loop's body does with the results it fetches, by walking its statements in order and
     tracking which names hold a fetched result (directly, through other such names, or assigned under
     a condition that reads one). The walk repeats with the state one iteration leaves behind, so values
     carried to the next iteration count, until nothing changes.
 
-    - `derived`: names that hold a result at some point of an iteration;
+    - `derived`: names, dotted names (`self.last`) and containers filled by `.append(...)` that hold a
+      result at some point of an iteration;
     - `exits_on_result`: a break, return or raise under a condition read from a result;
-    - `guarded_nodes`: calls that run only under such a condition;
+    - `guarded_nodes`: calls that run only under such a condition, or after an `if` on one that leaves
+      the iteration (`if name in seen: continue`);
     - `polls`: the loop sleeps (`time.sleep`, `asyncio.sleep`): a polling loop is sequential by design.
     """
 
@@ -1101,25 +1183,23 @@ class LoopResults:
         self.exits_on_result = False
         self.polls = False
         self.guarded_nodes: set[cst.CSTNode] = set()
-        if isinstance(loop.node, COMPREHENSIONS):
-            statements: list[cst.CSTNode] = [loop.node]
-        else:
-            statements = block_statements(loop.node.body)
         targets = target_names(loop.node.target) if isinstance(loop.node, cst.For) else set()
         carried: set[str] = set()
         for _ in range(self.MAX_PASSES):
             state = carried - targets  # the loop's own target is rebound from its iterable each time
             if isinstance(loop.node, cst.While) and self._reads_result(loop.node.test, state):
                 self.exits_on_result = True
-            for statement in statements:
-                state = self._visit(statement, state, guarded=False)
+            if isinstance(loop.node, COMPREHENSIONS):
+                state = self._visit(loop.node, state, guarded=False)
+            else:
+                state = self._block(loop.node.body, state, guarded=False)
             self.derived |= state
             if state <= carried:
                 break
             carried |= state
 
     def _reads_result(self, expr: cst.CSTNode, state: set[str]) -> bool:
-        if names_read(expr) & state:
+        if keys_read(expr) & state:
             return True
         for node in iter_subtree(expr, into_functions=False):
             if isinstance(node, cst.Call):
@@ -1131,8 +1211,13 @@ class LoopResults:
         return False
 
     def _block(self, block: cst.CSTNode, state: set[str], guarded: bool) -> set[str]:
+        gated = False
         for statement in block_statements(block):
+            if gated:  # `if name in known: continue` came first: this runs only under a condition read from a result
+                self.guarded_nodes.update(node for node in iter_subtree(statement, into_functions=False) if isinstance(node, cst.Call))
             state = self._visit(statement, state, guarded)
+            if isinstance(statement, cst.If) and self._reads_result(statement.test, state) and _leaves_block(statement.body):
+                gated = True
         return state
 
     def _visit(self, node: cst.CSTNode, state: set[str], guarded: bool) -> set[str]:
@@ -1181,12 +1266,24 @@ class LoopResults:
                     self.polls = True
         if isinstance(node, (cst.Assign, cst.AugAssign, cst.AnnAssign)) and node.value is not None:
             targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
-            names = set().union(*(target_names(t) for t in targets))
+            names = set().union(*(target_keys(t) for t in targets))
             holds_result = guarded or self._reads_result(node.value, state)
-            if isinstance(node, cst.AugAssign):
-                holds_result = holds_result or bool(names & state)
+            if isinstance(node, cst.AugAssign) or any(isinstance(t, cst.Subscript) for t in targets):
+                holds_result = holds_result or bool(names & state)  # `xs[k] = v` keeps what `xs` held
             return (state | names) if holds_result else (state - names)
+        if isinstance(node, cst.Expr) and isinstance(node.value, cst.Call):  # `self.states.append(ray.get(r))`
+            func = node.value.func
+            if isinstance(func, cst.Attribute) and func.attr.value in CONTAINER_MUTATORS:
+                container = dotted_name(func.value)
+                if container is not None and any(self._reads_result(arg.value, state) for arg in node.value.args):
+                    return state | {container}
         return state
+
+
+def _leaves_block(block: cst.BaseSuite) -> bool:
+    """Whether a block ends by leaving the iteration: `continue`, `break`, `return` or `raise`."""
+    statements = block_statements(block)
+    return bool(statements) and isinstance(statements[-1], (cst.Continue, *_EXITS))
 
 
 def target_names(target: cst.CSTNode) -> set[str]:

@@ -23,6 +23,12 @@ NAME_PATTERN = re.compile(r"[a-z][a-z0-9]*(-[a-z0-9]+)*")
 # Pre-filter tokens of a file that makes a remote function or actor: `@ray.remote` (at a line's end,
 # before a comment, or with options), `ray.remote(f)`, `from ray import remote` (first, later or in brackets).
 REMOTE_MADE = (".remote(", ".remote\n", ".remote\r", ".remote ", "import remote", ", remote", "(remote", " remote,")
+# Pre-filter tokens of a file that calls `ray.init`: `ray.init(`, an alias of ray, or `from ray import init`
+# (as a whole name: `from utils import initialize` must not count).
+INIT_CALLED = (
+    "ray.init(", "import ray as", "import init\n", "import init\r", "import init ", "import init,", "import init)",
+    ", init\n", ", init\r", ", init,", ", init)", ", init ", "(init,", "(init\n",
+)
 DOC_SECTIONS = ("What it does", "Why is this bad?", "Example", "Use instead", "Fix safety", "References")
 
 
@@ -75,6 +81,7 @@ class Report:
     message: str
     fix: FixPlan | None = None
     facts: dict[str, Any] = field(default_factory=dict)
+    unless: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -96,10 +103,19 @@ class Context:
     reports: list[Report] = field(default_factory=list)
 
     def report(
-        self, node: cst.CSTNode, message: str, fix: FixPlan | None = None, facts: dict[str, Any] | None = None
+        self,
+        node: cst.CSTNode,
+        message: str,
+        fix: FixPlan | None = None,
+        facts: dict[str, Any] | None = None,
+        unless: tuple[str, ...] = (),
     ) -> None:
-        """Report `node`; `facts` are what the rule knows statically, for the rule's experiment."""
-        self.reports.append(Report(node, message, fix, facts or {}))
+        """Report `node`; `facts` are what the rule knows statically, for the rule's experiment; `unless` are
+        project facts (`ray_lint.project`) any one of which, found in another file, makes the finding wrong."""
+        project = self.model.project
+        if project is not None and project.holds_any(unless):
+            return
+        self.reports.append(Report(node, message, fix, facts or {}, unless if project is None else ()))
 
     def line_of(self, node: cst.CSTNode) -> str:
         """Where a node is, for a message: "line 12", or "cell 3, line 4" in a notebook."""
@@ -146,6 +162,11 @@ class Rule:
     docs: ClassVar[str]
     options: ClassVar[tuple[Option, ...]] = ()
     experiment: ClassVar[Experiment | None] = None  # how `ray-lint verify` confirms a finding at run time
+    # Whether the rule reports test code (`test-files`). None: only if it is not a performance rule, since a
+    # slow shape in a test of three workers costs nothing that matters, while a bug is a bug everywhere.
+    in_tests: ClassVar[bool | None] = None
+    # Codes of less specific rules whose finding on the same line this rule's finding replaces.
+    supersedes: ClassVar[tuple[str, ...]] = ()
     VALID: ClassVar[list[Valid]] = []
     INVALID: ClassVar[list[Invalid]] = []
 
@@ -167,6 +188,10 @@ class Rule:
         return not self.also_tokens or any(token in text for token in self.also_tokens)
 
     @classmethod
+    def reports_tests(cls) -> bool:
+        return cls.in_tests if cls.in_tests is not None else cls.category != "perf"
+
+    @classmethod
     def summary(cls) -> dict[str, Any]:
         return {
             "code": cls.code,
@@ -176,6 +201,7 @@ class Rule:
             "category": cls.category,
             "preview": cls.preview,
             "fixable": cls.fixable,
+            "in_tests": cls.reports_tests(),
             "options": {o.name: {"default": o.default, "description": o.description} for o in cls.options},
         }
 

@@ -7,6 +7,7 @@ import libcst as cst
 
 from ray_lint.diagnostics import Applicability, Severity
 from ray_lint.model import RemoteDef, SemanticModel
+from ray_lint.project import given
 from ray_lint.rule import REMOTE_MADE, Context, FixPlan, Invalid, Rule, Valid
 
 # Options that make Ray hold resources for the actor's lifetime (`actor.py`, `ActorClass._remote`):
@@ -46,7 +47,8 @@ instances in a loop or comprehension, where the effect is largest.
 This rule is in preview and reports at info level: a coordinator, a queue, a counter or an actor
 that mostly waits on I/O is often meant to take no CPU, which is very common and correct, and
 the code does not say which kind an actor is. ray-lint is silent when the options cannot be
-known (`**kwargs`, or the class is handed to other code that may set them).
+known (`**kwargs`, or the class is handed to other code that may set them), and when another
+module of the project gives the class a resource option (`Worker.options(num_cpus=...)`).
 
 ## Why is this bad?
 By default an actor needs 1 CPU to be *placed* but holds **0 CPUs while it runs**. Ray therefore
@@ -140,6 +142,7 @@ CPUs that idle actors hold; for a lightweight actor `num_cpus=0` may be the righ
                 f"while it runs, so any number of them run at once on a node{where}; set `num_cpus` (0 for an "
                 "actor that is meant to take no CPU)",
                 self._fix(ctx, remote),
+                unless=tuple(fact for option in RESOURCE_OPTIONS for fact in given(option, remote.name)),
             )
 
     def _fix(self, ctx: Context, remote: RemoteDef) -> FixPlan | None:

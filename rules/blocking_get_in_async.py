@@ -14,12 +14,15 @@ from ray_lint.model import (
     child_nodes,
     dotted_name,
     iter_subtree,
+    keys_read,
     literal_number,
 )
 from ray_lint.rule import Context, FixPlan, Invalid, Rule, Valid
 
 # Methods that run a compiled graph: `ray.get` on the `CompiledDAGRef` they return has its own semantics.
 COMPILED_DAG_METHODS = frozenset({"execute", "execute_async"})
+# Calls that put other coroutines on the loop: a blocking call after one of them stalls them.
+TASK_STARTERS = frozenset({"create_task", "ensure_future", "gather", "TaskGroup", "as_completed", "start_soon", "wait"})
 # A parent that binds tighter than `await`: `ray.get(x).y` must become `(await x).y`, not `await x.y`.
 TIGHTER_THAN_AWAIT = (cst.Attribute, cst.Subscript, cst.Call, cst.Await)
 
@@ -30,6 +33,7 @@ class BlockingGetInAsync(Rule):
     message = "`ray.get` / `ray.wait` inside a coroutine blocks its event loop; `await` the ref instead"
     severity = Severity.WARNING
     category = "perf"
+    supersedes = ("RAY001",)  # in a coroutine the fix is to await, in a loop or not
     fixable = True
     tokens = ("async def",)
     also_tokens = ("ray.get", "ray.wait", "import ray as", "from ray import")
@@ -60,6 +64,9 @@ ray-lint is silent for:
   the target of an `async for` over a streaming generator: the object is ready, so the get
   returns at once (this also silences `ray.get(refs)` after a `ray.wait(refs, num_returns=1)`,
   which may still block on the rest);
+- a coroutine that shares its loop with nothing: the loop's entry point (given to
+  `asyncio.run(...)` / `run_until_complete(...)`, or a pytest test or fixture) that starts no
+  task of its own (`create_task`, `gather`, `TaskGroup`, ...);
 - `ray.get` on the `CompiledDAGRef` of a compiled graph (`dag.execute(...)`), and in modules
   that compile a graph (`experimental_compile`) unless the argument is a proven ObjectRef.
 
@@ -150,8 +157,26 @@ or a class body), and for a list only when `asyncio` is imported. `ray.wait` has
             "import ray\n\nasync def main(ref):\n    get = lambda r: r\n    return get(ref)\n",
             "a local `get` that is not Ray's",
         ),
+        Valid(
+            "import asyncio\nimport ray\n\nasync def main(client):\n    await client.start()\n"
+            "    print(ray.get(work.remote()))\n\nasyncio.run(main(make_client()))\n",
+            "the entry coroutine of `asyncio.run`: nothing else is on its loop",
+        ),
+        Valid(
+            "import pytest\nimport ray\n\n@pytest.mark.asyncio\nasync def check_weights(client):\n"
+            "    await client.sync()\n    assert ray.get(trainer.version.remote()) == 2\n",
+            "a pytest-asyncio test body",
+        ),
     ]
     INVALID = [
+        Invalid(
+            "import asyncio\nimport ray\n\nasync def main(client):\n    beat = asyncio.create_task(client.heartbeat())\n"
+            "    print(ray.get(work.remote()))\n    await beat\n\nasyncio.run(main(make_client()))\n",
+            6,
+            fixed="import asyncio\nimport ray\n\nasync def main(client):\n    beat = asyncio.create_task(client.heartbeat())\n"
+            "    print(await work.remote())\n    await beat\n\nasyncio.run(main(make_client()))\n",
+            note="an entry coroutine that started a task: the get stalls it",
+        ),
         Invalid(
             "import ray\n\n@ray.remote\ndef work(x):\n    return x\n\n@ray.remote\nclass A:\n    async def run(self, x):\n"
             "        return ray.get(work.remote(x))\n",
@@ -218,7 +243,7 @@ or a class body), and for a list only when `asyncio` is imported. `ray.wait` has
         for function_name in ("ray.get", "ray.wait"):
             for site in model.calls_to(function_name):
                 coroutine = _coroutine_of(site.scope)
-                if coroutine is None or _non_blocking(site.node):
+                if coroutine is None or _non_blocking(site.node) or _runs_alone(model, coroutine):
                     continue
                 facts = awaited.get(id(coroutine.node))
                 if facts is None:
@@ -309,11 +334,11 @@ class _Awaited:
             self.order[id(node)] = position
             if isinstance(node, (cst.Assign, cst.AnnAssign)) and node.value is not None:
                 targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
-                ready_at[id(node.value)] = {key for target in targets for key in _keys_read(target)}
+                ready_at[id(node.value)] = {key for target in targets for key in keys_read(target)}
             elif isinstance(node, cst.For) and node.asynchronous is not None:
-                ready_at[id(node.body)] = _keys_read(node.target)
+                ready_at[id(node.body)] = keys_read(node.target)
             if isinstance(node, cst.Await) or id(node) in waits:  # visited after the targets it binds
-                read = _keys_read(node.expression) if isinstance(node, cst.Await) else _keys_read(node)
+                read = keys_read(node.expression) if isinstance(node, cst.Await) else keys_read(node)
                 self.awaits.append((position, read | ready_at.get(id(node), set())))
             elif isinstance(node, cst.BaseSuite) and id(node) in ready_at:
                 self.awaits.append((position, ready_at[id(node)]))
@@ -354,17 +379,6 @@ class _Awaited:
         return any(bound_at < position < at and key in keys for position, keys in self.awaits)
 
 
-def _keys_read(expr: cst.CSTNode) -> set[str]:
-    """Names and dotted names (`self.refs`) in an expression."""
-    keys = set()
-    for node in iter_subtree(expr, into_functions=False):
-        if isinstance(node, (cst.Name, cst.Attribute)):
-            key = dotted_name(node)
-            if key is not None:
-                keys.add(key)
-    return keys
-
-
 def _coroutine_of(scope: Scope) -> Scope | None:
     """The `async def` whose body runs the code of `scope` on its event loop: comprehensions and class
     bodies inside it run there too; a nested plain `def` or `lambda` may run anywhere (a worker thread)."""
@@ -372,6 +386,47 @@ def _coroutine_of(scope: Scope) -> Scope | None:
     if function is None or function.kind != "function" or not function.is_async:
         return None
     return function
+
+
+def _runs_alone(model: SemanticModel, coroutine: Scope) -> bool:
+    """Whether nothing can share the coroutine's event loop while it blocks: it is the loop's entry
+    point (given to `asyncio.run(...)` / `run_until_complete(...)`, or run by pytest as a test or a
+    fixture), is not an actor's or a Serve replica's method, and starts no task of its own. Any other
+    coroutine may be awaited beside others by its callers."""
+    node = coroutine.node
+    assert isinstance(node, cst.FunctionDef)
+    if not _is_loop_entry(model, node):
+        return False
+    if _actor_of_method(model, coroutine) is not None or _deployment_of_method(model, coroutine) is not None:
+        return False
+    return not any(
+        isinstance(inner, cst.Call) and _called_name(inner.func) in TASK_STARTERS
+        for inner in iter_subtree(node.body, into_functions=False)
+    )
+
+
+def _called_name(func: cst.BaseExpression) -> str | None:
+    if isinstance(func, cst.Attribute):
+        return func.attr.value
+    return func.value if isinstance(func, cst.Name) else None
+
+
+def _is_loop_entry(model: SemanticModel, node: cst.FunctionDef) -> bool:
+    """A pytest test or fixture, or a coroutine the module hands to `asyncio.run` / `run_until_complete`."""
+    name = node.name.value
+    if name.startswith("test") or any("pytest" in (dotted_name(_decorator_name(d)) or "") for d in node.decorators):
+        return True
+    for runner in ("run", "run_until_complete"):
+        for site in model.calls_by_tail.get(runner, ()):
+            first = site.node.args[0].value if site.node.args else None
+            if isinstance(first, cst.Call) and _called_name(first.func) == name:
+                return True
+    return False
+
+
+def _decorator_name(decorator: cst.Decorator) -> cst.BaseExpression:
+    expr = decorator.decorator
+    return expr.func if isinstance(expr, cst.Call) else expr
 
 
 def _non_blocking(call: cst.Call) -> bool:

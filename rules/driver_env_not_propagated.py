@@ -21,6 +21,7 @@ from ray_lint.model import (
     literal_string,
     scope_within,
 )
+from ray_lint.project import own_module
 from ray_lint.rule import REMOTE_MADE, Context, Invalid, Rule, Valid
 
 ENV_GETTERS = ("os.environ.get", "os.getenv")
@@ -125,7 +126,9 @@ ray-lint is silent for:
 - variables set only in the shell or by the deployment (Kubernetes, `ray start` environment);
 - `sys.path` entries for the script's own directory or the working directory (Ray propagates
   both), library modules (a worker that imports the module runs its `sys.path` change too),
-  and imports of the standard library or of common installed packages (`numpy`, `torch`, ...).
+  and imports of the standard library, of common installed packages (`numpy`, `torch`, ...) or of
+  the project's own packages (a directory of the project with an `__init__.py`, installed on the
+  nodes with the project).
 
 ## Example
 ```python
@@ -294,7 +297,7 @@ cluster's configuration.
             used = self._imported_after(model, remotes, change.index)
             if used is None:
                 continue
-            name, remote = used
+            name, module, remote = used
             kind = "actor" if remote.kind == "actor" else "remote function"
             ctx.report(
                 change.node,
@@ -302,10 +305,11 @@ cluster's configuration.
                 f"directory): `{name}`, imported after this and used by {kind} `{remote.name}`, may fail to import in the "
                 'worker; ship it with `runtime_env={"py_modules": [...]}` or `{"working_dir": ...}`, or install it on every node',
                 facts={"module": name, "remote": remote.name},
+                unless=own_module(module),
             )
             return
 
-    def _imported_after(self, model: SemanticModel, remotes: _Remotes, index: int) -> tuple[str, RemoteDef] | None:
+    def _imported_after(self, model: SemanticModel, remotes: _Remotes, index: int) -> tuple[str, str, RemoteDef] | None:
         """A name a module-level import after `index` binds (from a module that is neither the standard library
         nor a common installed package) that a remote body reads."""
         candidates: dict[str, str] = {}
@@ -321,7 +325,7 @@ cluster's configuration.
                 if isinstance(node, cst.Name) and node.value in candidates:
                     resolved = model.reaching_binding(node.value, function.scope, AFTER_ALL)
                     if resolved is not None and resolved.scope is model.module_scope and resolved.kind == "import":
-                        return node.value, remote
+                        return node.value, candidates[node.value], remote
         return None
 
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import bisect
+from collections.abc import Callable
+
 import libcst as cst
 
 from ray_lint.diagnostics import Applicability, Severity
@@ -14,8 +17,11 @@ from ray_lint.model import (
     SemanticModel,
     Submission,
     block_statements,
+    is_accessor,
     iter_subtree,
+    keys_read,
     names_read,
+    path_to,
     scope_within,
 )
 from ray_lint.rule import Context, FixPlan, Invalid, Option, Rule, Valid
@@ -31,6 +37,9 @@ from ray_lint.verify.experiment import (
 
 # Actor methods that exist to block: waiting on them one at a time is the point (a lock, a barrier).
 SYNCHRONIZATION_METHODS = frozenset({"acquire", "release", "lock", "unlock", "wait", "barrier", "notify", "notify_all", "signal"})
+# Other work a loop does between submitting a task and waiting for it beyond which the task overlaps
+# with that work on purpose (a training step that fetches a reward it started early).
+OVERLAPPED_CALLS = 5
 
 
 class GetInLoopExperiment(Experiment):
@@ -116,9 +125,29 @@ ray-lint stays silent when the loop cannot be parallel or is already right:
   runs forever with no exit (a consumer: there is no "all" to submit first), or times each
   iteration (`time.perf_counter()` before and after: a benchmark);
 - the loop repeats one identical call and throws the result away (a warm-up);
-- every call goes to one actor created outside the loop: the actor runs them one at a time
-  whatever the driver does, so batching the gets gains nothing. RAY010 reports that case when
-  the calls are independent.
+- every call goes to one actor, whatever its class and however the handle is held (a name, an
+  attribute such as `self.buffer`, a parameter, a helper's return value) as long as the loop does
+  not change it: the actor runs the calls one at a time whatever the driver does, so batching the
+  gets gains nothing (unless the actor is known to be async or threaded, or the call takes the
+  ref of a task the loop submitted, which the get then waits for too). RAY010 reports that
+  case when the calls are independent;
+- a later submission of the loop needs the result, even through an attribute (`self.last`), a
+  list it was appended to, or an assignment under a condition (`if rank == 0: addr = ray.get(...)`);
+- the get is in an `except` fallback, or in a `try` that handles its failure (teardown,
+  health-check and restart loops: `try: ray.get(h.shutdown.remote(), timeout=5) except: ray.kill(h)`):
+  one `ray.get` of everything would fail for everything;
+- the loop kills actors (`ray.kill`): a teardown loop;
+- the call asks an actor for a small fact (`is_*`, `has_*`, `ping`, `ready`, `status`, or a
+  `get_*`/`alloc_*` of a rank, an address, an id, a port, ...): one round trip each,
+  milliseconds for a group of actors (`get_weights` and `get_batch` are not small facts);
+- every call goes to one named actor looked up in the loop (`ray.get_actor(NAME)`);
+- the actor was itself fetched with `ray.get` in the iteration (borrowed from a pool: each item's
+  calls form a chain), or is a Ray Serve handle (`serve.get_app_handle(...)`: its responses are
+  awaited or `.result()`-ed, and `serve-*` rules cover them);
+- more than five other calls run between the submission and the get: the task already overlaps
+  with the rest of the iteration (a training step that starts its reward early).
+
+Test files (`test-files`) are not checked: a get per worker in a test of three workers is noise.
 
 It also follows one level of helper: a loop that calls a module-level function of the same
 file which submits a task and waits for it (outside any loop of its own) is reported at the
@@ -240,6 +269,65 @@ nowhere else.
             "import ray\nfor batch in batches:\n    refs = [f.remote(x) for x in batch]\n    out.extend(ray.get(refs))\n",
             "one get per batch of parallel tasks",
         ),
+        Valid(
+            "import ray\nfor pool in pools:\n    actor = ray.get(pool.acquire.remote())\n"
+            "    defs.extend(ray.get(actor.describe.remote()))\n    pool.release.remote(actor)\n",
+            "an actor borrowed from a pool: each item's calls form a chain",
+        ),
+        Valid(
+            "import ray\nfrom ray import serve\nfor name in names:\n    handle = serve.get_app_handle(name)\n"
+            "    print(ray.get(handle.remote(1)))\n",
+            "a Ray Serve handle",
+        ),
+        Valid(
+            "import ray\nranks = [ray.get(w.get_rank.remote()) for w in workers]\n",
+            "an accessor asked of each actor: one round trip each",
+        ),
+        Valid(
+            "import ray\nfor w in workers:\n    ray.get(w.close.remote())\n    ray.kill(w)\n",
+            "a teardown loop",
+        ),
+        Valid(
+            "import ray\nfor step in range(steps):\n    reward_ref = reward.remote(batch)\n    a = actor_wg.log_prob(batch)\n"
+            "    b = ref_wg.log_prob(batch)\n    c = critic_wg.values(batch)\n    batch = merge(a, b, c)\n"
+            "    log(a)\n    log(b)\n    batch.scores = ray.get(reward_ref)\n",
+            "the task overlaps with the rest of the step on purpose",
+        ),
+        Valid(
+            "import ray\nfrom buffers import ReplayBuffer\nbuf = ReplayBuffer.remote()\nfor x in xs:\n"
+            "    ray.get(buf.add.remote(x))\n",
+            "one actor of an imported class: it runs the calls one at a time anyway",
+        ),
+        Valid(
+            "import ray\n\nclass Runner:\n    def run(self, episodes):\n        for episode in episodes:\n"
+            "            ray.get(self.queue.put.remote(episode))\n",
+            "one actor held in an attribute",
+        ),
+        Valid(
+            "import ray\naddr = None\nworkers = []\nfor rank in range(n):\n    w = Worker.options(name=str(rank)).remote(addr)\n"
+            "    if rank == 0:\n        addr = ray.get(w.get_addr.remote())\n    workers.append(w)\n",
+            "a result set under a condition feeds the next iteration's actor",
+        ),
+        Valid(
+            "import ray\n\nclass Driver:\n    def loop(self, actors):\n        for a in actors:\n"
+            "            self.episode = ray.get(a.next_episode.remote())\n            if self.episode is None:\n                break\n",
+            "an exit on a result kept in an attribute",
+        ),
+        Valid(
+            "import ray\nfor h in handles:\n    try:\n        ray.get(h.shutdown.remote(), timeout=5)\n"
+            "    except Exception:\n        ray.kill(h)\n",
+            "a teardown loop: each bounded wait is handled on its own",
+        ),
+        Valid(
+            "import ray\nfor w in workers:\n    try:\n        w.sync()\n    except Exception:\n"
+            "        ray.get(fallback.remote(w))\n",
+            "a get in an except fallback",
+        ),
+        Valid(
+            "import ray\n\nclass Sim:\n    def run(self, n):\n        for _ in range(n):\n"
+            "            r = step.remote(self.states[-1])\n            self.states.append(ray.get(r))\n",
+            "each step needs the previous one, through a list",
+        ),
     ]
     INVALID = [
         Invalid(
@@ -264,9 +352,9 @@ nowhere else.
         ),
         Invalid("import ray\nfor x in xs:\n    ref = f.remote(x)\n    print(ray.get(ref))\n", 4),
         Invalid(
-            "import ray\n[ray.get(actors[i].ping.remote()) for i in range(n)]\n",
+            "import ray\n[ray.get(actors[i].run.remote()) for i in range(n)]\n",
             2,
-            fixed="import ray\nray.get([actors[i].ping.remote() for i in range(n)])\n",
+            fixed="import ray\nray.get([actors[i].run.remote() for i in range(n)])\n",
             note="a different actor each time",
         ),
         Invalid("import ray\nfor x in xs:\n    ref = f.remote(x)\n    ray.wait([ref])\n    print(ray.get(ref))\n", 5, note="wait without a timeout blocks too"),
@@ -282,7 +370,20 @@ nowhere else.
         ),
         Invalid("import ray as r\ni = 0\nwhile i < n:\n    print(r.get(f.remote(i)))\n    i += 1\n", 4),
         Invalid("from ray import get as fetch\nfor x in xs:\n    print(fetch(f.options(num_cpus=2).remote(x)))\n", 3),
-        Invalid("import ray\ncounter = Counter.remote()\nfor x in xs:\n    print(ray.get(counter.add.remote(x)))\n", 4),
+        Invalid(
+            "import ray\n\ndef step_all(workers):\n    out = []\n    for w in workers:\n        out.append(ray.get(w.step.remote()))\n"
+            "    return out\n",
+            6,
+            fixed="import ray\n\ndef step_all(workers):\n    out = []\n    out.extend(ray.get([w.step.remote() for w in workers]))\n"
+            "    return out\n",
+            note="fan-out over a list of actors, one at a time",
+        ),
+        Invalid(
+            "import ray\n@ray.remote\nclass Fetcher:\n    async def fetch(self, url):\n        return url\n\n"
+            "f = Fetcher.remote()\nfor url in urls:\n    print(ray.get(f.fetch.remote(url)))\n",
+            9,
+            note="one async actor runs calls concurrently, so the per-call get serializes them",
+        ),
         Invalid("import ray\nby_key = {k: ray.get(f.remote(k)) for k in keys}\n", 2),
         Invalid(
             "import ray\n\ndef main(xs):\n    out = []\n    for x in xs:\n        r = f.remote(x)\n"
@@ -310,19 +411,23 @@ nowhere else.
         if found is None:
             return
         submission, producer, origin = found
-        if submission.kind == "actor-method" and submission.method in SYNCHRONIZATION_METHODS:
+        if submission.kind == "actor-method" and _blocks_or_reads(submission.method):
             return
         created_in = origin.binding.loop if origin.binding is not None else producer.loop
         loop = model.common_loop(get.loop, created_in)
-        if loop is None or model.single_actor(submission, loop) is not None:
+        if loop is None or _one_actor(model, submission, loop):
             return  # one actor runs the calls one at a time anyway: RAY010's concern, not the get's
+        if _handle_made_by(model, submission, loop, _fetched_or_serve):
+            return
         facts = model.loop_results(loop, get_functions, helpers)
         if model.sequential_by_design(loop, get, facts) or model.repeats_discarded_call(loop, get, submission.call):
             return
         if self._is_sequential(model, loop, facts, submission.call, submission.handle, producer.index, get.node):
             return
-        if _waited_before(model, get, producer):
+        if _waited_before(model, get, producer) or _handled_wait(model, loop, get) or _tears_down(model, loop):
             return
+        if _calls_between(model, producer.index, get.index) > OVERLAPPED_CALLS:
+            return  # the task runs while the iteration does other work: already overlapped
         message = self.message + "; submit them all first and call `ray.get` once after the loop"
         known = {"iterations": model.literal_iterations(loop)}
         ctx.report(get.node, message, self._fix(ctx, get, loop, submission.call), known)
@@ -394,12 +499,20 @@ nowhere else.
         """Whether the loop cannot run its tasks in parallel, or does not wait where it seems to: the next
         submission (`call`, made at event `at`) needs a result fetched in the loop, or the waiting call
         runs only under a condition read from an earlier result."""
-        inputs = set().union(*(names_read(arg.value) for arg in call.args))
-        if handle is not None:
-            inputs |= names_read(handle)
-        if model.carried_names(loop, inputs, at) & facts.derived:
+        if waiting in facts.guarded_nodes:
             return True
-        return waiting in facts.guarded_nodes
+        remotes = model.calls_by_tail.get("remote", [])  # in event order
+        first = bisect.bisect_left(remotes, loop.start, key=lambda site: site.index)
+        last = bisect.bisect_left(remotes, loop.end, key=lambda site: site.index)
+        submissions = [(call, handle, at)] + [(site.node, None, site.index) for site in remotes[first:last] if site.node is not call]
+        for submitted, receiver, index in submissions:  # any submission of the loop that needs a result
+            keys = set().union(keys_read(submitted.func), *(keys_read(arg.value) for arg in submitted.args))
+            if receiver is not None:
+                keys |= keys_read(receiver)
+            dotted = {key for key in keys if "." in key}
+            if model.carried_names(loop, keys - dotted, index) & facts.derived or dotted & facts.derived:
+                return True
+        return False
 
     def _fix(self, ctx: Context, get: CallSite, loop: Loop, producer: cst.Call) -> FixPlan | None:
         """Submit everything, then one `ray.get`: for a comprehension whose element is the get, and for a
@@ -453,6 +566,89 @@ nowhere else.
 
     def _plan(self, node: cst.CSTNode, text: str) -> FixPlan:
         return FixPlan("Submit all tasks first, then call `ray.get` once", ((node, text),), Applicability.UNSAFE)
+
+
+def _one_actor(model: SemanticModel, submission: Submission, loop: Loop) -> bool:
+    """Every call goes to one actor, whatever its class (`buf`, `self.queue`, `get_buffer()`): the actor
+    runs them one at a time, so waiting for each costs nothing more. Not for an async or threaded actor
+    known to run calls concurrently."""
+    if submission.kind != "actor-method" or submission.handle is None:
+        return False
+    actor = submission.remote
+    if actor is not None and (actor.is_async_actor or actor.is_threaded_actor):
+        return False
+    site = model.call_site(submission.call)
+    if site is None or not (model.loop_invariant(submission.handle, loop) or _named_actor(model, submission.handle, site, loop)):
+        return False
+    for arg in submission.call.args:  # `ledger.record.remote(task.remote(x))`: the get waits for the task too
+        origin = model.ref_origin(arg.value, site.scope, site.index)
+        producer = model.call_site(origin.producer) if origin is not None and isinstance(origin.producer, cst.Call) else None
+        if producer is not None and loop.contains_index(producer.index):
+            return False
+    return True
+
+
+def _blocks_or_reads(method: str | None) -> bool:
+    """A method that exists to block (a lock, a barrier), or reads a small fact: asking a group of actors
+    for their ranks one at a time costs milliseconds, not the parallelism the rule is about."""
+    return method in SYNCHRONIZATION_METHODS or is_accessor(method)
+
+
+def _named_actor(model: SemanticModel, handle: cst.BaseExpression, site: CallSite, loop: Loop) -> bool:
+    """`h = ray.get_actor(NAME)` in the loop, with a name the loop does not change: the same actor each time."""
+    value = _handle_value(model, handle, site)
+    if value is None or not value.args:
+        return False
+    lookup = model.call_site(value)
+    return lookup is not None and model.call_name(lookup) == "ray.get_actor" and model.loop_invariant(value, loop)
+
+
+def _handle_value(model: SemanticModel, handle: cst.BaseExpression, site: CallSite) -> cst.Call | None:
+    """The call a handle name was last assigned from (`h = pool.acquire()`), when the module shows one."""
+    if not isinstance(handle, cst.Name):
+        return None
+    binding = model.reaching_binding(handle.value, site.scope, site.index)
+    value = binding.value if binding is not None and binding.kind == "assign" else None
+    return value if isinstance(value, cst.Call) else None
+
+
+def _handle_made_by(model: SemanticModel, submission: Submission, loop: Loop, made: Callable[[str], bool]) -> bool:
+    """Whether the handle the call goes through was made by a call whose qualified name `made` accepts."""
+    site = model.call_site(submission.call)
+    receiver = submission.call.func.value if isinstance(submission.call.func, cst.Attribute) else None
+    handle = submission.handle if submission.handle is not None else receiver
+    value = _handle_value(model, handle, site) if site is not None and handle is not None else None
+    for node in iter_subtree(value) if value is not None else ():
+        inner = model.call_site(node) if isinstance(node, cst.Call) else None
+        name = model.call_name(inner) if inner is not None else None
+        if name is not None and made(name):
+            return True
+    return False
+
+
+def _fetched_or_serve(name: str) -> bool:
+    """An actor fetched with `ray.get` (borrowed from a pool: each item's calls form a chain, which one get
+    after the loop would not batch), or a Ray Serve handle (its responses are awaited, not `ray.get`)."""
+    return name == "ray.get" or name.startswith("ray.serve.")
+
+
+def _handled_wait(model: SemanticModel, loop: Loop, get: CallSite) -> bool:
+    """A get in an `except` fallback, or in a `try` that handles its failure, as teardown, health-check
+    and restart loops do (`try: ray.get(h.shutdown.remote(), timeout=5) except: ray.kill(h)`): each wait
+    is handled on its own on purpose, and one `ray.get` of all would fail for all."""
+    path = path_to(loop.node, get.node, into_functions=False) or []
+    return any(isinstance(node, cst.ExceptHandler) or (isinstance(node, cst.Try) and node.handlers) for node in path)
+
+
+def _calls_between(model: SemanticModel, start: int, end: int) -> int:
+    """How many calls run between two events (`model.calls` is in event order)."""
+    key = lambda site: site.index  # noqa: E731
+    return bisect.bisect_left(model.calls, end, key=key) - bisect.bisect_right(model.calls, start, key=key)
+
+
+def _tears_down(model: SemanticModel, loop: Loop) -> bool:
+    """The loop kills actors: a teardown loop, where each actor is closed, then killed, in turn."""
+    return any(loop.contains_index(site.index) for site in model.calls_to("ray.kill"))
 
 
 def _waited_before(model: SemanticModel, get: CallSite, producer: CallSite) -> bool:

@@ -9,6 +9,7 @@ import libcst as cst
 
 from ray_lint.diagnostics import Applicability, Severity
 from ray_lint.model import RemoteDef, SemanticModel, child_nodes, literal_string
+from ray_lint.project import given
 from ray_lint.rule import Context, FixPlan, Invalid, Rule, Valid
 from ray_lint.verify.experiment import (
     EvidenceExperiment,
@@ -92,7 +93,9 @@ a GPU. Without it:
 
 ray-lint says nothing when the GPU request cannot be known statically: `num_gpus` given
 through a variable or `**options`, at any `.options(num_gpus=...)` call in the module, or
-by other code the task or actor class is handed to (`WorkerGroup(cls=Worker)`).
+by other code the task or actor class is handed to (`WorkerGroup(cls=Worker)`), or anywhere else in
+the project: another module's `Worker.options(num_gpus=...)`, `ray.remote(num_gpus=...)(Worker)`
+or a builder that takes the class with a GPU keyword (`make_group(Worker, num_gpus_per_worker=1)`).
 It also ignores code that only probes (`torch.cuda.is_available()`), GPU code under a
 condition that mentions CUDA or GPUs (there is a CPU path), device strings chosen at run time,
 and nested functions, which may be handed to Ray Train or Ray Data with their own GPU settings.
@@ -207,7 +210,7 @@ task that used several GPUs needs a larger number.
                 "request `num_gpus`: Ray (2.60) does not schedule it on a GPU and does not isolate it, so it sees every "
                 "GPU of its node and contends with the tasks that requested them"
             )
-            ctx.report(remote.declared_at, message, self._fix(ctx, remote))
+            ctx.report(remote.declared_at, message, self._fix(ctx, remote), unless=given("num_gpus", remote.name))
 
     def _gpu_uses(self, model: SemanticModel, remote: RemoteDef) -> Iterator[cst.Call]:
         """Calls in the body that use a GPU, skipping code under a condition about GPUs, nested

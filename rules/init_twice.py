@@ -19,7 +19,7 @@ from ray_lint.model import (
     literal_number,
     literal_string,
 )
-from ray_lint.rule import Context, Invalid, Rule, Valid
+from ray_lint.rule import INIT_CALLED, Context, Invalid, Rule, Valid
 
 RAY_ERROR = "RuntimeError: Maybe you called ray.init twice by accident?"
 # Calls that end a connection (`ray.shutdown()`, `context.disconnect()`, `cluster.shutdown()`) or ask whether one exists.
@@ -114,7 +114,7 @@ class InitTwice(Rule):
     message = "`ray.init` is called again while Ray is already initialized, which raises RuntimeError"
     severity = Severity.ERROR
     category = "api-misuse"
-    tokens = ("ray.init(", "import init", "import ray as")
+    tokens = INIT_CALLED
     docs = """
 ## What it does
 Finds a `ray.init(...)` call (through any alias) that runs while an earlier one in the same

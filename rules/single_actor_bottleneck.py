@@ -51,8 +51,10 @@ class SingleActorBottleneck(Rule):
 ## What it does
 Finds a loop or comprehension that sends many calls of one method to a single actor handle
 created outside the loop and wants the results (it collects the refs or fetches each with
-`ray.get`), when the method keeps no state between calls: it does not assign, delete or mutate anything reached from `self` (directly or through
-other methods it calls on `self`).
+`ray.get`), when the actor keeps no state between calls: no method of its class assigns, deletes
+or mutates anything reached from `self` (directly or through other methods it calls on `self`). A
+method that only reads state another method changes (`get_count` beside `inc`) is not reported:
+its calls must reach the one actor that holds that state.
 
 ## Why is this bad?
 An actor runs one method call at a time, in the order the calls arrive. Submitting the calls
@@ -97,6 +99,12 @@ There is no automatic fix: how many actors to run depends on their memory and th
 """
 
     VALID = [
+        Valid(
+            "import ray\n@ray.remote\nclass Counter:\n    def __init__(self):\n        self.n = 0\n"
+            "    def inc(self):\n        self.n += 1\n    def read(self, k):\n        return self.n * k\n\n"
+            "c = Counter.remote()\nvalues = ray.get([c.read.remote(k) for k in range(10)])\n",
+            "a reader of state another method changes: the calls need that one actor",
+        ),
         Valid(
             "import ray\n@ray.remote\nclass M:\n    def ping(self):\n        return 'ok'\n\nm = M.remote()\nfor _ in range(5):\n"
             "    ray.get(m.ping.remote())\n",
@@ -209,7 +217,7 @@ There is no automatic fix: how many actors to run depends on their memory and th
             iterations = model.literal_iterations(site.loop)
             if iterations is not None and iterations < 2:
                 continue
-            if method is None or not self._serializes(model, actor) or model.mutates_state(method):
+            if method is None or not self._serializes(model, actor) or _keeps_state(model, actor):
                 continue
             fetch = _fetch_in_iteration(model, site)
             if fetch is not None:
@@ -291,4 +299,14 @@ def _name_collected(model: SemanticModel, name: str, site: CallSite, loop: Loop)
     return any(
         later_in_iteration(store.index) and isinstance(store.value, cst.Name) and store.value.value == name
         for store in model.stores
+    )
+
+
+def _keeps_state(model: SemanticModel, actor: RemoteDef) -> bool:
+    """Whether any method of the actor leaves state behind: then even a method that only reads it
+    (`get_count` beside `inc`) must go to the one actor that holds that state."""
+    return any(
+        model.mutates_state(function)
+        for function in model.functions
+        if function.owner is actor.cls and function.node.name.value != "__init__"  # setting up is not state between calls
     )

@@ -13,7 +13,9 @@ from ray_lint.model import (
     RemoteDef,
     SemanticModel,
     literal_number,
+    literal_string,
     names_read,
+    path_to,
 )
 from ray_lint.rule import Context, Invalid, Rule, Valid
 from ray_lint.verify.experiment import (
@@ -138,7 +140,8 @@ class ThreadOversubscription(Rule):
 ## What it does
 Finds code inside a remote function or actor that raises a thread or process count past the
 CPUs the task requested (`num_cpus`, 1 by default):
-- `n_jobs=-1`, or `n_jobs=k` with k > `num_cpus` (scikit-learn, joblib);
+- `n_jobs=-1`, or `n_jobs=k` with k > `num_cpus` (scikit-learn, joblib), except inside
+  `with joblib.parallel_backend("ray"):`, where the jobs become Ray tasks;
 - `torch.set_num_threads(k)`, `torch.set_num_interop_threads(k)`, `numba.set_num_threads(k)`,
   `cv2.setNumThreads(k)`, `threadpoolctl.threadpool_limits(k)` with k > `num_cpus` or
   k = `os.cpu_count()`;
@@ -191,6 +194,11 @@ cluster.
         Valid("import ray\nimport torch\n@ray.remote\ndef f():\n    torch.set_num_threads(1)\n", "one thread"),
         Valid("import torch\nimport ray\ntorch.set_num_threads(8)\nray.init()\n", "driver code"),
         Valid("import ray\nfrom sklearn.svm import SVC\n@ray.remote\ndef f(X, y):\n    return SVC().fit(X, y), GridSearch(n_jobs=1), Other(n_jobs=None)\n", "one job"),
+        Valid(
+            "import joblib\nimport ray\nfrom sklearn.ensemble import RandomForestClassifier\n@ray.remote\ndef f(X, y):\n"
+            "    with joblib.parallel_backend('ray'):\n        return RandomForestClassifier(n_jobs=-1).fit(X, y)\n",
+            "joblib's Ray backend: the jobs are Ray tasks, not local threads",
+        ),
         Valid("import ray\nimport torch\n@ray.remote\ndef f(n):\n    torch.set_num_threads(n)\n", "count from a variable"),
         Valid(
             "import ray\nfrom concurrent.futures import ThreadPoolExecutor\n@ray.remote\ndef f(urls):\n"
@@ -255,6 +263,8 @@ cluster.
         """How many threads or processes the call starts, when it says so."""
         for arg in site.node.args:
             if arg.keyword is not None and arg.keyword.value == "n_jobs":
+                if _in_ray_joblib_backend(model, site):
+                    return None  # joblib sends the jobs to Ray tasks, which Ray schedules: no local threads
                 return self._value(model, site, arg.value, negative_means_all=True)
         if name in THREAD_SETTERS:
             value = _argument(site.node, *THREAD_SETTERS[name])
@@ -312,3 +322,21 @@ def _argument(call: cst.Call, position: int, keyword: str) -> cst.BaseExpression
 def _kind(remote: RemoteDef) -> str:
     return "actor" if remote.kind == "actor" else "task"
 
+
+def _in_ray_joblib_backend(model: SemanticModel, site: CallSite) -> bool:
+    """Whether the call runs inside `with joblib.parallel_backend("ray"):` (or `parallel_config(backend="ray")`)."""
+    path = path_to(site.scope.node, site.node, into_functions=False) or []
+    for node in path:
+        if not isinstance(node, cst.With):
+            continue
+        for item in node.items:
+            call = item.item
+            if isinstance(call, cst.Call) and _called(call) in ("parallel_backend", "parallel_config"):
+                if any(literal_string(arg.value) == "ray" for arg in call.args):
+                    return True
+    return False
+
+
+def _called(call: cst.Call) -> str | None:
+    func = call.func
+    return func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from ray_lint.diagnostics import Applicability, Severity
-from ray_lint.model import AFTER_ALL, COMPREHENSIONS, CallSite, Scope, SemanticModel, child_nodes, iter_subtree, target_names
+from ray_lint.model import AFTER_ALL, COMPREHENSIONS, CallSite, Scope, SemanticModel, child_nodes, is_accessor, iter_subtree, target_names
 from ray_lint.rule import Context, FixPlan, Invalid, Rule, Valid
 
 _SCOPE_NODES = (cst.FunctionDef, cst.Lambda, cst.ClassDef, *COMPREHENSIONS)
@@ -123,6 +123,8 @@ class UnnecessaryGet(Rule):
     message = "A value is fetched with `ray.get` only to be passed into another remote call; pass the ObjectRef instead"
     severity = Severity.WARNING
     category = "perf"
+    supersedes = ("RAY001",)  # passing the ref removes the get, in a loop or not
+    preview = True  # the fetched value is often a small fact in one-off setup (benchmarks/real: 4 of 5 right)
     fixable = True
     tokens = (".remote(",)
     also_tokens = ("get",)
@@ -156,7 +158,11 @@ ray-lint is silent when the value is needed where it was fetched:
   (`return ray.put(x)`): `ray.get` then yields that inner ref, which passing the outer one
   would not resolve;
 - a nested function, lambda or class reads the name, or a `global`/`nonlocal` declares it;
-- the name is annotated (`v: Tensor = ray.get(ref)`) or bound with other names at once.
+- the name is annotated (`v: Tensor = ray.get(ref)`) or bound with other names at once;
+- a `ray.kill` runs between the get and the call that takes the value (a checkpoint fetched
+  from an actor that is then replaced);
+- the ref comes from an actor method that reads a small fact (`is_*`, `has_*`, `ping`, or a
+  `get_*`/`alloc_*` of a rank, an address, an id, a port, ...): it costs nothing to fetch.
 
 Reads are followed linearly, as the semantic model does: a later assignment to the name in the
 same block ends the value's reach; in a loop, reads earlier in the loop body count too.
@@ -188,6 +194,15 @@ survive the loss of that node or actor (or to free it early) is no longer made.
 """
 
     VALID = [
+        Valid(
+            "import ray\nstate = ray.get(old.save.remote())\nray.kill(old)\nnew = Trainer.remote()\n"
+            "new.restore.remote(state)\n",
+            "a checkpoint kept while its actor is killed and replaced",
+        ),
+        Valid(
+            "import ray\naddr = ray.get(w0.get_coordinator_address.remote())\nrefs = [w.setup.remote(addr) for w in workers]\n",
+            "a small fact from an accessor (an address): its round trip costs nothing",
+        ),
         Valid(
             "import ray\nrollout = ray.get(generate.remote())\nprint(rollout.shape)\nreduced = reduce.remote(rollout)\n",
             "the value is also used locally",
@@ -289,7 +304,7 @@ survive the loss of that node or actor (or to free it early) is no longer made.
             if ref is None:
                 continue
             targets = self._targets(model, get, indexes)
-            if not targets:
+            if not targets or _killed_between(model, get, targets):
                 continue
             first = min(targets, key=lambda call: (model.position(call).start.line, model.position(call).start.column))
             where = ctx.line_of(first) + (f" and {len(targets) - 1} more" if len(targets) > 1 else "")
@@ -316,6 +331,9 @@ survive the loss of that node or actor (or to free it early) is no longer made.
         if origin is not None:
             if origin.kind != "ref" or (isinstance(origin.producer, cst.Call) and _producer_returns_ref(model, origin.producer)):
                 return None
+            submission = model.submission(origin.producer) if isinstance(origin.producer, cst.Call) else None
+            if submission is not None and is_accessor(submission.method):
+                return None  # an address, a rank or a flag: its round trip costs nothing worth a finding
             return ref
         if isinstance(ref, cst.Name) and _loop_variable_over_refs(model, ref, get):
             return ref
@@ -433,3 +451,11 @@ def _loop_variable_over_refs(model: SemanticModel, name: cst.Name, get: CallSite
         return False
     origin = model.ref_origin(binding.source, binding.scope, binding.index)
     return origin is not None and origin.kind == "ref-list"
+
+
+def _killed_between(model: SemanticModel, get: CallSite, targets: list[cst.Call]) -> bool:
+    """A `ray.kill` between the get and the calls that take the value (a checkpoint fetched from an actor
+    that is then replaced): the code keeps the value on purpose while the producer goes away."""
+    sites = [site for site in map(model.call_site, targets) if site is not None]
+    last = max((site.index for site in sites), default=get.index)
+    return any(get.index < kill.index < last and kill.scope is get.scope for kill in model.calls_to("ray.kill"))

@@ -96,8 +96,10 @@ def test_directory_recursion_gitignore_and_excludes(run, tmp_path):
     write(tmp_path / "pkg" / "local" / ".gitignore", "skip.py\n")  # a nested .gitignore
     write(tmp_path / "pkg" / "local" / "skip.py", SNIPPET)
     write(tmp_path / "pkg" / "local" / "keep.py", SNIPPET)
-    write(tmp_path / "vendored" / "third.py", SNIPPET)
+    write(tmp_path / "extras" / "third.py", SNIPPET)
     write(tmp_path / "top.py", SNIPPET)
+    write(tmp_path / "third_party" / "lib.py", SNIPPET)  # vendored code is excluded by default
+    write(tmp_path / "src" / "_vendor" / "lib.py", SNIPPET)
     write(tmp_path / "notes.txt", SNIPPET)  # not a Python file
 
     everything = check_json(run, tmp_path, ".")
@@ -105,7 +107,7 @@ def test_directory_recursion_gitignore_and_excludes(run, tmp_path):
     assert found(everything) == {
         ("pkg/sub/deep.py", "RAY001", 2),
         ("pkg/local/keep.py", "RAY001", 2),
-        ("vendored/third.py", "RAY001", 2),
+        ("extras/third.py", "RAY001", 2),
         ("top.py", "RAY001", 2),
     }
 
@@ -113,18 +115,18 @@ def test_directory_recursion_gitignore_and_excludes(run, tmp_path):
     default = check_json(run, tmp_path)
     assert found(default) == found(everything)
 
-    extended = check_json(run, tmp_path, "--extend-exclude", "vendored,top.py", ".")
+    extended = check_json(run, tmp_path, "--extend-exclude", "extras,top.py", ".")
     assert found(extended) == {("pkg/sub/deep.py", "RAY001", 2), ("pkg/local/keep.py", "RAY001", 2)}
 
     # A file named on the command line is linted even though .gitignore or an exclusion skips it...
-    named = check_json(run, tmp_path, "--extend-exclude", "vendored", "ignored/x.py", "pkg/gen_code.py", "vendored/third.py")
+    named = check_json(run, tmp_path, "--extend-exclude", "extras", "ignored/x.py", "pkg/gen_code.py", "extras/third.py")
     assert found(named) == {
         ("ignored/x.py", "RAY001", 2),
         ("pkg/gen_code.py", "RAY001", 2),
-        ("vendored/third.py", "RAY001", 2),
+        ("extras/third.py", "RAY001", 2),
     }
     # ...unless --force-exclude.
-    forced = check_json(run, tmp_path, "--force-exclude", "--extend-exclude", "vendored", "vendored/third.py", "top.py")
+    forced = check_json(run, tmp_path, "--force-exclude", "--extend-exclude", "extras", "extras/third.py", "top.py")
     assert found(forced) == {("top.py", "RAY001", 2)}
 
     for proc in (everything, default, extended, named, forced):
@@ -429,10 +431,12 @@ def test_config_command_text(run, tmp_path):
     assert "preview = false  # from default" in lines
     assert "extend-exclude = []  # from default" in lines
     keys = [line.split(" = ", 1)[0] for line in lines]
-    assert keys[:8] == [
+    assert keys[:10] == [
         "enabled rules", "select", "extend-select", "ignore", "preview", "per-file-ignores", "exclude", "extend-exclude",
+        "test-files", "all-rules-in-tests",
     ]
-    assert sorted(keys[8:]) == sorted(f"rules.{rule.name}.{option.name}" for rule in all_rules() for option in rule.options)
+    assert 'test-files = ["tests/", "test/", "test_*.py", "*_test.py", "conftest.py"]  # from default' in lines
+    assert sorted(keys[10:]) == sorted(f"rules.{rule.name}.{option.name}" for rule in all_rules() for option in rule.options)
 
 
 def test_config_command_errors(run, tmp_path):

@@ -37,7 +37,7 @@ SOURCES: dict[str, tuple[str, list[int]]] = {
     "append_loop.py": ("import ray\nfor x in xs:\n    results.append(ray.get(f.remote(x)))\n", [3]),
     "aliased.py": ("import ray as r\ni = 0\nwhile i < n:\n    print(r.get(f.remote(i)))\n    i += 1\n", [4]),
     "from_import.py": ("from ray import get as fetch\nfor x in xs:\n    print(fetch(f.options(num_cpus=2).remote(x)))\n", [3]),
-    "actor.py": ("import ray\ncounter = Counter.remote()\nfor x in xs:\n    print(ray.get(counter.add.remote(x)))\n", [4]),
+    "actor.py": ("import ray\nworkers = [Worker.remote() for _ in range(4)]\nfor w in workers:\n    print(ray.get(w.step.remote()))\n", [4]),
     "optional_import.py": (
         "try:\n    import ray\nexcept ImportError:\n    ray = None\n\nfor x in xs:\n    print(ray.get(f.remote(x)))\n",
         [7],

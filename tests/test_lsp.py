@@ -388,6 +388,27 @@ async def test_open_publishes_a_warning_in_client_units(client: Client) -> None:
         assert diagnostic.range.start.character == len(prefix.encode("utf-16-le")) // 2 == len(prefix) + 1
 
 
+WORKER = "import ray\n\n@ray.remote\nclass Worker:\n    def __init__(self):\n        self.model = make_model().cuda()\n"
+
+
+@in_module_loop
+async def test_project_facts_from_other_files(client: Client) -> None:
+    """An actor whose `num_gpus` another module of its project sets is not reported; the same buffer in a
+    directory of no project is a lone file and is; saving a file reads the project again."""
+    project = client.root / "gpu_project"
+    (project / "group.py").parent.mkdir(parents=True, exist_ok=True)
+    (project / "pyproject.toml").write_text("[project]\nname = 'demo'\n", encoding="utf-8")
+    (project / "group.py").write_text("from workers import Worker\nWorker.options(num_gpus=1).remote()\n", encoding="utf-8")
+    doc = Doc.open(client, "gpu_project/workers.py", WORKER)
+    assert "RAY040" not in codes(await doc.diagnostics())
+    (project / "group.py").write_text("from workers import Worker\nWorker.remote()\n", encoding="utf-8")
+    client.text_document_did_save(types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=doc.uri)))
+    doc.change(WORKER + "\n")
+    assert "RAY040" in codes(await doc.diagnostics())
+    lone = Doc.open(client, "no_project/workers.py", WORKER)
+    assert "RAY040" in codes(await lone.diagnostics())
+
+
 @in_module_loop
 async def test_edits_update_diagnostics_of_the_unsaved_buffer(client: Client) -> None:
     """The buffer is linted, not the file: a clean file on disk opened with buggy text has the finding;

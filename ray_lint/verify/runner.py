@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from ray_lint.api import RunOptions, lint_file
+from ray_lint.api import RunOptions, lint_file, resolve
 from ray_lint.config import Resolver
 from ray_lint.files import discover
 from ray_lint.rule import rule_by_code_or_name
@@ -64,9 +64,10 @@ def verify(
 
 def plan_findings(files: Iterable[Path], resolver: Resolver, cluster: Cluster) -> tuple[list[Job], list[Verdict]]:
     """Lint the files; plan an experiment for each finding whose rule has one."""
+    files = list(files)
     jobs, verdicts = [], []
-    for path in files:
-        result = lint_file(path, resolver.settings_for(path), RunOptions(write=False))
+    results = resolve([lint_file(path, resolver.settings_for(path), RunOptions(write=False)) for path in files], resolver)
+    for path, result in zip(files, results):
         for diagnostic in result.diagnostics:
             rule = rule_by_code_or_name(diagnostic.code)
             experiment = rule.experiment if rule is not None else None

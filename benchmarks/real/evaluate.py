@@ -1,0 +1,178 @@
+"""Precision of ray-lint on real code: extract the pinned corpus, lint it, score every finding
+against the judgements kept beside this script, and print per-rule precision.
+
+    python benchmarks/real/evaluate.py --mirrors DIR           # default rules
+    python benchmarks/real/evaluate.py --mirrors DIR --preview # preview rules too
+    python benchmarks/real/evaluate.py --mirrors DIR --unjudged > new.tsv
+
+`--mirrors` holds one git directory per project, named `owner+name/repo` (a bare repository or a
+clone); each project is exported at its pinned commit with `git archive`, so nothing is fetched.
+A finding is matched to a judgement by project, path, line and code. Debatable counts as not
+right. Judged-right findings that are no longer reported are listed as lost (the recall check).
+This is a benchmark, not a test: it needs the corpus and takes a minute or two.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import subprocess
+import sys
+import tomllib
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+VERDICTS = ("right", "wrong", "debatable")
+COLUMNS = ("repo", "path", "line", "code", "verdict", "reason")
+# What ray-lint reads: sources, notebooks, and what decides which of them it skips.
+KEPT_SUFFIXES = (".py", ".pyi", ".ipynb", ".gitignore", "pyproject.toml")
+
+
+@dataclass(frozen=True)
+class Key:
+    repo: str
+    path: str  # "pkg/mod.py", or "nb.ipynb:cell 3" for a notebook cell
+    line: int
+    code: str
+
+
+def load_corpus() -> list[dict[str, str]]:
+    return tomllib.loads((HERE / "corpus.toml").read_text(encoding="utf-8"))["project"]
+
+
+def load_judgements() -> dict[Key, tuple[str, str]]:
+    judged: dict[Key, tuple[str, str]] = {}
+    with open(HERE / "judgements.tsv", encoding="utf-8", newline="") as handle:
+        for row in csv.DictReader(handle, delimiter="\t"):
+            if row["verdict"] not in VERDICTS:
+                sys.exit(f"judgements.tsv: unknown verdict {row['verdict']!r} for {row['path']}:{row['line']}")
+            judged[Key(row["repo"], row["path"], int(row["line"]), row["code"])] = (row["verdict"], row["reason"])
+    return judged
+
+
+def git_dir(mirrors: Path, repo: str) -> Path:
+    base = mirrors / repo.replace("/", "+") / "repo"
+    return base / ".git" if (base / ".git").is_dir() else base
+
+
+def extract(mirrors: Path, work: Path, project: dict[str, str]) -> Path:
+    """The project's lintable files at its pinned commit, exported once into `work` (snapshots may
+    lack large blobs, so files are read one by one and missing ones skipped)."""
+    target = work / project["repo"].replace("/", "+") / project["commit"][:12]
+    if (target / ".extracted").exists():
+        return target
+    git = ["git", "--git-dir", str(git_dir(mirrors, project["repo"]))]
+    listing = subprocess.run([*git, "ls-tree", "-r", "-z", project["commit"]], check=True, capture_output=True).stdout
+    wanted = []
+    for entry in listing.split(b"\0"):
+        if not entry:
+            continue
+        meta, _, name = entry.partition(b"\t")
+        mode, kind, blob = meta.split()
+        path = name.decode("utf-8", "surrogateescape")
+        if kind == b"blob" and mode != b"120000" and path.endswith(KEPT_SUFFIXES):
+            wanted.append((blob.decode(), path))
+    batch = subprocess.run(
+        [*git, "cat-file", "--batch"], input="".join(f"{blob}\n" for blob, _ in wanted).encode(), check=True, capture_output=True
+    ).stdout
+    offset = 0
+    for _, path in wanted:
+        header_end = batch.index(b"\n", offset)
+        header = batch[offset:header_end].split()
+        offset = header_end + 1
+        if header[-1] == b"missing":
+            continue
+        size = int(header[2])
+        destination = target / path
+        destination.parent.mkdir(parents=True, exist_ok=True)
+        destination.write_bytes(batch[offset : offset + size])
+        offset += size + 1
+    (target / ".extracted").touch()
+    return target
+
+
+def lint(tree: Path, preview: bool) -> list[dict]:
+    """ray-lint's JSON findings on the tree, with its own defaults (the project's config is ignored)."""
+    command = [sys.executable, "-m", "ray_lint", "check", "--isolated", "--no-cache", "--exit-zero", "--output-format", "json"]
+    result = subprocess.run([*command, *(["--preview"] if preview else []), "."], cwd=tree, capture_output=True, text=True)
+    if result.returncode != 0:
+        sys.exit(f"ray-lint failed on {tree}:\n{result.stderr}")
+    return json.loads(result.stdout)
+
+
+def key_of(repo: str, finding: dict) -> Key:
+    path = Path(finding["filename"]).as_posix()
+    if finding.get("cell") is not None:
+        path += f":cell {finding['cell']}"
+    return Key(repo, path, finding["location"]["row"], finding["code"])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--mirrors", type=Path, default=Path(os.environ.get("RAY_LINT_MIRRORS", "/work/.mirror")))
+    parser.add_argument("--work", type=Path, default=Path(os.environ.get("TMPDIR", "/tmp")) / "ray-lint-corpus")
+    parser.add_argument("--preview", action="store_true", help="enable preview rules too")
+    parser.add_argument("--unjudged", action="store_true", help="print unjudged findings as judgement rows to fill in")
+    parser.add_argument("--only", action="append", default=[], help="lint only this project (repeatable)")
+    args = parser.parse_args()
+
+    judged = load_judgements()
+    found: dict[Key, dict] = {}
+    files = 0
+    projects = [p for p in load_corpus() if not args.only or p["repo"] in args.only]
+    for project in projects:
+        tree = extract(args.mirrors, args.work, project)
+        files += sum(1 for _ in tree.rglob("*.py"))
+        for finding in lint(tree, args.preview):
+            found[key_of(project["repo"], finding)] = finding
+
+    if args.unjudged:
+        writer = csv.writer(sys.stdout, delimiter="\t", lineterminator="\n")
+        for key, finding in sorted(found.items(), key=lambda item: (item[0].repo, item[0].path, item[0].line)):
+            if key not in judged:
+                writer.writerow((key.repo, key.path, key.line, key.code, "", finding["message"]))
+        return
+
+    counts: dict[str, Counter[str]] = defaultdict(Counter)
+    for key in found:
+        counts[key.code][judged.get(key, ("unjudged", ""))[0]] += 1
+    print(f"{len(projects)} projects, {files:,} Python files, {len(found)} findings{' (preview on)' if args.preview else ''}\n")
+    print(f"{'rule':<8} {'findings':>8} {'right':>6} {'wrong':>6} {'debatable':>9} {'unjudged':>8} {'precision':>9}")
+    total: Counter[str] = Counter()
+    for code in sorted(counts):
+        row = counts[code]
+        total.update(row)
+        print(_row(code, row))
+    print(_row("all", total))
+
+    linted = {p["repo"] for p in projects}
+    preview = set() if args.preview else preview_codes()
+    lost = [key for key, (verdict, _) in judged.items() if verdict == "right" and key.repo in linted and key not in found]
+    print(f"\njudged right but no longer reported: {len(lost)}")
+    for key in sorted(lost, key=lambda k: (k.code, k.repo, k.path, k.line)):
+        why = " (now a preview rule)" if key.code in preview else ""
+        print(f"  {key.code}{why} {key.repo} {key.path}:{key.line}  {judged[key][1]}")
+
+
+def preview_codes() -> set[str]:
+    listing = subprocess.run(
+        [sys.executable, "-m", "ray_lint", "rule", "--all", "--output-format", "json"], capture_output=True, text=True, check=True
+    )
+    return {rule["code"] for rule in json.loads(listing.stdout) if rule["preview"]}
+
+
+def _row(code: str, row: Counter[str]) -> str:
+    findings = sum(row.values())
+    judged = findings - row["unjudged"]
+    precision = f"{row['right'] / judged:.0%}" if judged else "-"
+    return (
+        f"{code:<8} {findings:>8} {row['right']:>6} {row['wrong']:>6} {row['debatable']:>9} {row['unjudged']:>8} {precision:>9}"
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,175 @@
+"""Project-wide facts: what the other files of a project say about the names one file uses.
+
+A rule that sees `Worker` without `num_gpus` in one file cannot know that a worker-group builder in
+another module starts it with `Worker.options(num_gpus=1)`, or that `skyrl` is the project's own
+package. Before the rules run, each file that can hold such a fact is read with CPython's parser
+(milliseconds) and contributes plain strings:
+
+- `gives:<option>:<Name>`: a resource option (`num_gpus`, `num_cpus`, ...) is given to `Name`
+  somewhere: `Name.options(num_gpus=...)`, `ray.remote(num_gpus=...)(Name)`, or a builder call that
+  takes `Name` with a GPU or CPU keyword (`WorkerGroup(Worker, num_gpus_per_worker=1)`); an option
+  spread from a dict (`Name.options(**opts)`) gives `*`, any option;
+- `package:<name>`: a top-level package or module of the project's own code.
+
+Facts are keyed by bare names: two classes of one name in a project share their facts, which can
+only make a rule quieter. A lone file (standard input, an editor buffer outside a project) has no
+project facts, and rules behave as they do on one file.
+"""
+
+from __future__ import annotations
+
+import ast
+import warnings
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+RESOURCE_OPTIONS = frozenset({"num_gpus", "num_cpus", "resources", "accelerator_type", "memory"})
+# A file without one of these gives no resource option to anything...
+OPTION_TOKENS = ("num_gpus", "num_cpus", "resources=", "accelerator_type", "options(**")
+# ...unless it uses Ray and calls a builder with a GPU keyword (`use_gpu=True`, `gpus_per_worker=1`).
+BUILDER_TOKENS = ("gpu", "GPU")
+PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
+
+
+@dataclass(frozen=True)
+class ProjectFacts:
+    """The facts of every file of a project."""
+
+    facts: frozenset[str] = frozenset()
+
+    def holds_any(self, facts: Iterable[str]) -> bool:
+        return any(fact in self.facts for fact in facts)
+
+
+LONE_FILE = ProjectFacts()  # a file seen without its project: no other file says anything
+
+
+def given(option: str, name: str) -> tuple[str, ...]:
+    """The facts that say some file gives `option` (or options it cannot see) to the class or function `name`."""
+    return (f"gives:{option}:{name}", f"gives:*:{name}")
+
+
+def own_module(module: str) -> tuple[str, ...]:
+    """The fact that says the top-level module of `module` (`pkg` of `pkg.sub`) is the project's own code."""
+    return (f"package:{module.split('.', 1)[0]}",)
+
+
+@dataclass(frozen=True)
+class CallShape:
+    """What a call says about resource options, whichever parser read it: `Name.options(...)` (`options_of`),
+    `ray.remote(...)(Name)` (`remote_of`), or any other call (a builder) with the bare names it is given.
+    `keywords` are the keyword names (None for `**spread`): of `ray.remote(...)` for the second form."""
+
+    keywords: tuple[str | None, ...]
+    options_of: str | None = None
+    remote_of: str | None = None
+    names: tuple[str, ...] = ()
+
+
+def facts_of_calls(calls: Iterable[CallShape]) -> frozenset[str]:
+    found: set[str] = set()
+    for call in calls:
+        target = call.options_of or call.remote_of
+        if target is not None:
+            found.update(f"gives:{option}:{target}" for option in _options(call.keywords))
+            continue
+        options = {_builder_option(keyword) for keyword in call.keywords if keyword is not None} - {None}
+        for name in call.names if options else ():
+            if name[:1].isupper():  # a class handed to a builder
+                found.update(f"gives:{option}:{name}" for option in options)
+    return frozenset(found)
+
+
+def facts_of(text: str) -> frozenset[str]:
+    """The facts one file's text gives the project, read with CPython's parser (nothing for text it cannot
+    parse). The engine gets the same facts from its semantic model instead (`SemanticModel.call_shapes`)."""
+    if not may_give(text):
+        return frozenset()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return frozenset()
+    return facts_of_calls(_shape(node) for node in ast.walk(tree) if isinstance(node, ast.Call) and _may_matter(node))
+
+
+def may_give(text: str) -> bool:
+    """The pre-filter: most files give nothing, and are not walked (or parsed)."""
+    return any(token in text for token in OPTION_TOKENS) or ("ray" in text and any(token in text for token in BUILDER_TOKENS))
+
+
+def _may_matter(call: ast.Call) -> bool:
+    return bool(call.keywords) or isinstance(call.func, ast.Call)
+
+
+def _shape(call: ast.Call) -> CallShape:
+    func = call.func
+    keywords = tuple(keyword.arg for keyword in call.keywords)
+    if isinstance(func, ast.Attribute) and func.attr == "options":
+        return CallShape(keywords, options_of=_bare_name(func.value))
+    if isinstance(func, ast.Call) and _bare_name(func.func) == "remote" and call.args:
+        return CallShape(tuple(keyword.arg for keyword in func.keywords), remote_of=_bare_name(call.args[0]))
+    values = [*call.args, *(keyword.value for keyword in call.keywords)]
+    return CallShape(keywords, names=tuple(name for name in map(_bare_name, values) if name is not None))
+
+
+def _options(keywords: Iterable[str | None]) -> Iterable[str]:
+    for keyword in keywords:
+        if keyword is None:
+            yield "*"  # `**opts`: whatever the dict holds
+        elif keyword in RESOURCE_OPTIONS:
+            yield keyword
+
+
+def _builder_option(keyword: str) -> str | None:
+    """The resource a builder's keyword sets: `num_gpus_per_worker`, `gpus_per_actor`, `use_gpu` give GPUs."""
+    lowered = keyword.lower()
+    if "gpu" in lowered:
+        return "num_gpus"
+    if "cpu" in lowered:
+        return "num_cpus"
+    return None
+
+
+def _bare_name(expr: ast.expr) -> str | None:
+    """`Worker` for `Worker`, `mod.Worker` and `self.Worker`."""
+    if isinstance(expr, ast.Name):
+        return expr.id
+    if isinstance(expr, ast.Attribute):
+        return expr.attr
+    return None
+
+
+@dataclass
+class PackageFinder:
+    """The top-level packages and modules the project's own files belong to, remembering each directory."""
+
+    _top: dict[Path, str | None] = field(default_factory=dict)
+
+    def facts_of(self, path: Path) -> frozenset[str]:
+        """`package:<top>` for the file's outermost enclosing package, or for the file itself when it is a
+        top-level module (beside a pyproject.toml, a setup.py or a .git, or in `src/`)."""
+        top = self._package_of(path.parent)
+        if top is not None:
+            return frozenset({f"package:{top}"})
+        if path.suffix == ".py" and (path.parent.name == "src" or any((path.parent / m).exists() for m in PROJECT_MARKERS)):
+            return frozenset({f"package:{path.stem}"})
+        return frozenset()
+
+    def _package_of(self, directory: Path) -> str | None:
+        if directory not in self._top:
+            if (directory / "__init__.py").is_file() and directory.parent != directory:
+                self._top[directory] = self._package_of(directory.parent) or directory.name
+            else:
+                self._top[directory] = None
+        return self._top[directory]
+
+
+def project_root(path: Path) -> Path | None:
+    """The nearest directory at or above `path` that marks a project (a pyproject.toml, a .git, ...)."""
+    for folder in (path if path.is_dir() else path.parent, *path.parents):
+        if any((folder / marker).exists() for marker in PROJECT_MARKERS):
+            return folder
+    return None

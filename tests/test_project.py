@@ -1,0 +1,170 @@
+"""Project-wide facts (`ray_lint.project`) through the real front-ends: a finding that another module
+contradicts (the actor's `num_gpus` set by a worker-group builder, an import of the project's own
+package) is dropped by `ray-lint check` (whole tree, one file, standard input, warm cache, fixes) and
+by flake8; a lone file keeps today's per-file behaviour. Also the test-code policy, vendored code,
+and one finding per problem."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import libcst as cst
+
+from ray_lint.model import SemanticModel
+from ray_lint.project import PackageFinder, facts_of, facts_of_calls
+
+# An actor that moves its model to the GPU without asking for one: RAY040 on line 3 (`@ray.remote`).
+WORKER = (
+    "import ray\n\n"
+    "@ray.remote\n"
+    "class Worker:\n"
+    "    def __init__(self):\n"
+    "        self.model = make_model().cuda()\n"
+)
+# Another module that starts it with a GPU, as worker-group builders do.
+GROUP = "import ray\nfrom workers import Worker\n\ndef start(n):\n    return [Worker.options(num_gpus=1).remote() for _ in range(n)]\n"
+UNRELATED = "import ray\nfrom workers import Worker\n\ndef start(n):\n    return [Worker.remote() for _ in range(n)]\n"
+
+
+def write(root: Path, files: dict[str, str]) -> None:
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text, encoding="utf-8")
+
+
+def codes(proc: subprocess.CompletedProcess[str]) -> list[tuple[str, str, int]]:
+    assert proc.returncode in (0, 1), proc.stderr
+    return sorted((Path(d["filename"]).as_posix(), d["code"], d["location"]["row"]) for d in json.loads(proc.stdout))
+
+
+def check(run, cwd: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    return run(["check", "--jobs", "1", "--output-format", "json", *args], cwd, stdin=stdin)
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    write(tmp_path, {"pyproject.toml": "[project]\nname = 'demo'\n", "workers.py": WORKER, "group.py": GROUP})
+    return tmp_path
+
+
+# ---------------------------------------------------------------------------- the facts
+
+
+def test_facts_name_what_each_call_gives():
+    text = (
+        "Worker.options(num_gpus=1, name='w')\n"
+        "ray.remote(num_cpus=2)(Reader)\n"
+        "make_group(Learner, num_gpus_per_worker=1)\n"
+        "Other.options(**actor_options)\n"
+        "lowercase_builder(helper, use_gpu=True)\n"
+    )
+    assert facts_of(text) == {
+        "gives:num_gpus:Worker",
+        "gives:num_cpus:Reader",
+        "gives:num_gpus:Learner",
+        "gives:*:Other",
+    }
+    # the engine reads the same facts from its semantic model
+    assert facts_of_calls(SemanticModel(cst.parse_module(text)).call_shapes()) == facts_of(text)
+    assert facts_of("import ray\nx = 1\n") == frozenset()  # no resource keyword: not parsed
+    assert facts_of("Worker.options(num_gpus=1\n") == frozenset()  # a syntax error gives nothing
+
+
+def test_packages_are_the_projects_own_top_level_names(tmp_path):
+    write(tmp_path, {"pyproject.toml": "", "pkg/__init__.py": "", "pkg/sub/__init__.py": "", "pkg/sub/mod.py": "",
+                     "script.py": "", "tools/helper.py": "", "src/lib/__init__.py": "", "src/lib/x.py": ""})
+    finder = PackageFinder()
+    assert finder.facts_of(tmp_path / "pkg" / "sub" / "mod.py") == {"package:pkg"}
+    assert finder.facts_of(tmp_path / "script.py") == {"package:script"}
+    assert finder.facts_of(tmp_path / "tools" / "helper.py") == frozenset()  # a loose script directory
+    assert finder.facts_of(tmp_path / "src" / "lib" / "x.py") == {"package:lib"}
+
+
+# ---------------------------------------------------------------------------- ray-lint check
+
+
+def test_options_given_in_another_module_silence_the_finding(run, project):
+    assert codes(check(run, project, "--select", "RAY040", ".")) == []
+    assert codes(check(run, project, "--select", "RAY040", "workers.py")) == []  # the rest of the project is read
+    (project / "group.py").write_text(UNRELATED, encoding="utf-8")
+    assert codes(check(run, project, "--select", "RAY040", ".")) == [("workers.py", "RAY040", 3)]
+
+
+def test_a_warm_cache_gives_the_same_answer(run, project):
+    cold = check(run, project, "--select", "RAY040", "--cache-dir", "cache", ".")
+    warm = check(run, project, "--select", "RAY040", "--cache-dir", "cache", ".")
+    assert codes(cold) == codes(warm) == []
+    (project / "group.py").write_text(UNRELATED, encoding="utf-8")  # only the changed file is linted again
+    assert codes(check(run, project, "--select", "RAY040", "--cache-dir", "cache", ".")) == [("workers.py", "RAY040", 3)]
+
+
+def test_standard_input_reads_the_project_of_its_file_name(run, project):
+    named = check(run, project, "--select", "RAY040", "-", "--stdin-filename", "workers.py", stdin=WORKER)
+    assert codes(named) == []
+    lone = check(run, project, "--select", "RAY040", "-", stdin=WORKER)
+    assert codes(lone) == [("-", "RAY040", 3)]
+
+
+def test_fixes_wait_for_the_project_facts(run, project):
+    proc = run(["check", "--jobs", "1", "--select", "RAY040", "--fix", "--unsafe-fixes", "."], project)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert (project / "workers.py").read_text(encoding="utf-8") == WORKER  # num_gpus is set elsewhere: no fix
+    (project / "group.py").write_text(UNRELATED, encoding="utf-8")
+    proc = run(["check", "--jobs", "1", "--select", "RAY040", "--fix", "--unsafe-fixes", "."], project)
+    assert "@ray.remote(num_gpus=1)" in (project / "workers.py").read_text(encoding="utf-8"), proc.stdout + proc.stderr
+
+
+def test_an_import_of_the_projects_own_package_is_not_reported(run, tmp_path):
+    driver = (
+        "import sys\nimport ray\n\nray.init()\nsys.path.insert(0, '/opt/code')\nimport {module}\n\n"
+        "@ray.remote\ndef work(x):\n    return {module}.run(x)\n\nray.get(work.remote(1))\n"
+    )
+    write(tmp_path, {"pyproject.toml": "", "mypkg/__init__.py": "def run(x):\n    return x\n",
+                     "own.py": driver.format(module="mypkg"), "other.py": driver.format(module="otherlib")})
+    assert codes(check(run, tmp_path, "--select", "RAY062", ".")) == [("other.py", "RAY062", 5)]
+
+
+# ---------------------------------------------------------------------------- flake8
+
+
+def test_flake8_reads_the_project_when_a_finding_depends_on_it(run, project):
+    proc = run(["--select", "RAY040", "workers.py"], project, program=(sys.executable, "-m", "flake8"))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    (project / "group.py").write_text(UNRELATED, encoding="utf-8")
+    proc = run(["--select", "RAY040", "workers.py"], project, program=(sys.executable, "-m", "flake8"))
+    assert "workers.py:3:1: RAY040" in proc.stdout, proc.stdout + proc.stderr
+
+
+# ---------------------------------------------------------------------------- test code, vendored code
+
+
+GET_IN_LOOP = "import ray\nresults = [ray.get(f.remote(x)) for x in xs]\n"
+INIT_TWICE = "import ray\nray.init()\nray.init()\n"
+
+
+def test_performance_rules_skip_test_files_and_bugs_do_not(run, tmp_path):
+    write(tmp_path, {"tests/helpers.py": GET_IN_LOOP, "test_a.py": GET_IN_LOOP, "pkg/a_test.py": GET_IN_LOOP,
+                     "conftest.py": GET_IN_LOOP, "pkg/code.py": GET_IN_LOOP, "tests/test_init.py": INIT_TWICE})
+    assert codes(check(run, tmp_path, ".")) == [("pkg/code.py", "RAY001", 2), ("tests/test_init.py", "RAY090", 3)]
+    everything = check(run, tmp_path, "--no-cache", ".")
+    write(tmp_path, {"pyproject.toml": "[tool.ray-lint]\nall-rules-in-tests = true\n"})
+    assert len(codes(check(run, tmp_path, "--no-cache", "."))) == len(codes(everything)) + 4
+    write(tmp_path, {"pyproject.toml": '[tool.ray-lint]\ntest-files = ["pkg/"]\n'})
+    assert codes(check(run, tmp_path, "--no-cache", "pkg", "test_a.py")) == [("test_a.py", "RAY001", 2)]
+
+
+def test_vendored_directories_are_excluded(run, tmp_path):
+    write(tmp_path, {name + "/lib.py": GET_IN_LOOP for name in ("third_party", "vendor", "vendored", "pkg/_vendor")})
+    write(tmp_path, {"mine.py": GET_IN_LOOP})
+    assert codes(check(run, tmp_path, ".")) == [("mine.py", "RAY001", 2)]
+
+
+def test_one_finding_per_problem(run, tmp_path):
+    # a get in a loop inside a coroutine: RAY006 (await it) says more than RAY001 (batch it)
+    write(tmp_path, {"serve.py": "import ray\n\nasync def handle(xs):\n    return [ray.get(f.remote(x)) for x in xs]\n"})
+    assert codes(check(run, tmp_path, "--select", "RAY001,RAY006", ".")) == [("serve.py", "RAY006", 4)]
