@@ -50,8 +50,8 @@ def lint_source(
     project: ProjectFacts | None = None,
 ) -> FileResult:
     """Lint (and, as asked, fix or annotate) one file's decoded text. Never raises. Without `project` (the
-    facts of the project's other files), a finding another file may contradict keeps its `unless`, and
-    its fix is not applied."""
+    facts of the project's other files), a finding that depends on other files keeps its conditions
+    (`unless`, `requires`), and its fix is not applied."""
     from ray_lint import engine  # loaded only when a file must be linted: a full cache hit never imports libcst
 
     result = FileResult(path=path, source=source.text, notebook=source.notebook, encoding=source.encoding, timings=timings)
@@ -70,7 +70,7 @@ def lint_source(
                 if notebook is not None:  # what is left is located in the fixed cells
                     result.fixed_notebook = notebook.after(outcome.text)
         elif options.add_noqa:
-            diagnostics = [d for d in engine.lint_text(text, rules, timings=timings, project=project) if not d.unless]
+            diagnostics = [d for d in engine.lint_text(text, rules, timings=timings, project=project) if not d.conditional]
             lines: dict[int, set[str]] = {}
             for diagnostic in diagnostics:
                 if diagnostic.code != FILE_ERROR_CODE and diagnostic.noqa_line is not None:
@@ -166,12 +166,12 @@ def _alone(lint: Callable[[ProjectFacts | None], FileResult], facts: Callable[[]
     """Lint one file without its project's facts, then drop the findings they contradict, asking for them
     only when a finding depends on them; a run that writes fixes or `# noqa` lints again with them."""
     result = lint(None)
-    if not any(d.unless for d in result.diagnostics):
+    if not any(d.conditional for d in result.diagnostics):
         return result
     known = facts()
     if options.fix or options.add_noqa:  # fixes of findings that depended on the facts were held back
         return lint(known)
-    result.diagnostics = [d for d in result.diagnostics if not known.holds_any(d.unless)]
+    result.diagnostics = [d for d in result.diagnostics if known.keeps(d.unless, d.requires)]
     return result
 
 
@@ -319,10 +319,10 @@ def lint_in_project(text: str, path: Path, rules: list[Rule], resolver: Resolver
     from ray_lint import engine
 
     diagnostics = engine.lint_text(text, rules, project=None, **engine_options)
-    if not any(d.unless for d in diagnostics):
+    if not any(d.conditional for d in diagnostics):
         return diagnostics
     facts = known_project_facts(path, resolver)
-    return [d for d in diagnostics if not facts.holds_any(d.unless)]
+    return [d for d in diagnostics if facts.keeps(d.unless, d.requires)]
 
 
 def project_facts(paths: Iterable[Path], resolver: Resolver, packages: PackageFinder | None = None) -> ProjectFacts:
@@ -355,15 +355,15 @@ def _rest_of_projects(paths: list[Path], resolver: Resolver) -> Iterator[Path]:
 def resolve(results: list[FileResult], resolver: Resolver, packages: PackageFinder | None = None) -> list[FileResult]:
     """Drop the findings that project facts contradict (those linted without `project`): the facts the
     results give first, and the rest of their projects only when a finding still depends on them."""
-    if not any(d.unless for result in results for d in result.diagnostics):
+    if not any(d.conditional for result in results for d in result.diagnostics):
         return results
     packages = packages or PackageFinder()
     paths = [Path(result.path) for result in results]
     facts = ProjectFacts(frozenset().union(*(result.provides for result in results), *map(packages.facts_of, paths)))
-    if any(d.unless and not facts.holds_any(d.unless) for result in results for d in result.diagnostics):
+    if any(d.conditional and not facts.holds_any(d.unless) for result in results for d in result.diagnostics):  # undecided
         facts = ProjectFacts(facts.facts | _read_facts(_rest_of_projects(paths, resolver), packages).facts)
     for result in results:
-        result.diagnostics = [d for d in result.diagnostics if not facts.holds_any(d.unless)]
+        result.diagnostics = [d for d in result.diagnostics if facts.keeps(d.unless, d.requires)]
     return results
 
 

@@ -189,6 +189,7 @@ def _encode(diagnostic: Diagnostic) -> dict[str, Any]:
         "noqa_line": diagnostic.noqa_line,
         "facts": diagnostic.facts,
         "unless": list(diagnostic.unless),
+        "requires": list(diagnostic.requires),
         "fix": None
         if fix is None
         else {
@@ -211,6 +212,7 @@ def _decode(item: dict[str, Any]) -> Diagnostic:
         noqa_line=item["noqa_line"],
         facts=item["facts"],
         unless=tuple(item["unless"]),
+        requires=tuple(item["requires"]),
         fix=None
         if fix is None
         else Fix(

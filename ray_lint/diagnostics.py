@@ -76,10 +76,16 @@ class Diagnostic:
     # Project facts (`ray_lint.project`) any one of which makes the finding wrong: set while the rule
     # could not see the rest of the project; the front-end drops the finding when one holds.
     unless: tuple[str, ...] = ()
+    requires: tuple[str, ...] = ()  # ... and facts one of which must hold for it to be right
 
     @property
     def url(self) -> str:
         return docs_url(self.code)
+
+    @property
+    def conditional(self) -> bool:
+        """Whether the finding waits for project facts (see `ray_lint.project.ProjectFacts.keeps`)."""
+        return bool(self.unless or self.requires)
 
 
 def file_error(message: str, line: int = 1, column: int = 1) -> Diagnostic:

@@ -21,7 +21,7 @@ import libcst as cst
 from ray_lint import noqa
 from ray_lint.diagnostics import FILE_ERROR_CODE, Applicability, Diagnostic, Position, Timings, apply_edits, file_error
 from ray_lint.model import SemanticModel
-from ray_lint.project import LONE_FILE, ProjectFacts, facts_of_calls, may_give
+from ray_lint.project import LONE_FILE, ProjectFacts, facts_of, facts_of_calls, may_give
 from ray_lint.rule import Context, Report, Rule
 
 MAX_FIX_PASSES = 10
@@ -89,7 +89,10 @@ def lint_text(
     clock = timings.measure if timings is not None else _untimed
     with clock("pre-filter"):
         wanting = _wanting(text, rules)  # the cheap check first: most files never mention Ray
-    if not wanting:  # a file that does not use Ray gives no facts either (builders are called where Ray is)
+    if not wanting:
+        if provides is not None and "remote" in text:  # Ray code that the selected rules skip
+            with clock("project facts"):
+                provides |= facts_of(text)
         return []
     suppression = noqa.file_suppression(text)
     active = [rule for rule in wanting if not noqa.file_suppresses(suppression, rule.code)]
@@ -176,9 +179,11 @@ def _parse_and_run(
     except (RecursionError, MemoryError) as error:
         return [file_error(f"could not be analysed: {type(error).__name__}")]
     try:
-        if provides is not None and may_give(text):
+        if provides is not None:
             with clock("project facts"):
-                provides |= facts_of_calls(model.call_shapes())
+                provides |= set(model.actor_facts())
+                if may_give(text):
+                    provides |= facts_of_calls(model.call_shapes())
         return _run_rules(model, rules, describe_line, clock)
     finally:
         model.close()
@@ -302,6 +307,7 @@ def _to_diagnostic(rule: Rule, report: Report, ctx: Context) -> Diagnostic:
         fix=ctx.fix(report.fix) if report.fix is not None else None,
         facts=report.facts,
         unless=report.unless,
+        requires=report.requires,
     )
 
 
@@ -357,7 +363,7 @@ def fix_text(
             d
             for d in diagnostics
             if d.fix is not None
-            and not d.unless
+            and not d.conditional
             and (d.fix.applicability is Applicability.SAFE or unsafe)
             and (d.code, d.start) not in refused_at
         )

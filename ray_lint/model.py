@@ -772,6 +772,17 @@ class SemanticModel:
             elif keywords:
                 yield CallShape(keywords, names=tuple(name for arg in call.args if (name := _bare_name(arg.value)) is not None))
 
+    def actor_facts(self) -> Iterator[str]:
+        """`actor:async:Name`, `actor:threaded:Name` or `actor:sync:Name` for the module's actor classes."""
+        for remote in self.remote_defs:
+            if remote.kind == "actor" and remote.cls is not None:
+                if remote.is_async_actor:
+                    yield f"actor:async:{remote.name}"
+                if remote.is_threaded_actor:
+                    yield f"actor:threaded:{remote.name}"
+                if not remote.is_async_actor and not remote.is_threaded_actor:
+                    yield f"actor:sync:{remote.name}"
+
     # ------------------------------------------------------------------ ObjectRefs
 
     def submission(self, call: cst.Call) -> Submission | None:

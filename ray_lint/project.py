@@ -1,21 +1,26 @@
 """Project-wide facts: what the other files of a project say about the names one file uses.
 
 A rule that sees `Worker` without `num_gpus` in one file cannot know that a worker-group builder in
-another module starts it with `Worker.options(num_gpus=1)`, or that `skyrl` is the project's own
-package. Before the rules run, each file that can hold such a fact is read with CPython's parser
-(milliseconds) and contributes plain strings:
+another module starts it with `Worker.options(num_gpus=1)`, that `skyrl` is the project's own
+package, or that the imported `Fetcher` is an async actor. Each file gives plain strings, which the
+engine reads from its semantic model while it lints (`SemanticModel.call_shapes`, `actor_facts`)
+and which front-ends that see one file at a time read with CPython's parser (`facts_of`):
 
 - `gives:<option>:<Name>`: a resource option (`num_gpus`, `num_cpus`, ...) is given to `Name`
   somewhere: `Name.options(num_gpus=...)`, `ray.remote(num_gpus=...)(Name)`, or a builder call that
   takes `Name` with a GPU or CPU keyword (`WorkerGroup(Worker, num_gpus_per_worker=1)`); an option
   spread from a dict (`Name.options(**opts)`) gives `*`, any option;
+- `actor:async:<Name>`, `actor:threaded:<Name>`: the actor class `Name` runs calls concurrently;
+  `actor:sync:<Name>`: it runs them one at a time;
 - `package:<name>`: a top-level package or module of the project's own code.
 
-Facts are keyed by bare names: two classes of one name in a project share their facts, which can
-only make a rule quieter. A lone file (standard input, an editor buffer outside a project) has no
-project facts, and rules behave as they do on one file.
+A finding that depends on other files names the facts that would make it wrong (`unless`) or that
+it needs (`requires`); whoever has the project's facts keeps it or drops it (`ProjectFacts.keeps`).
+Facts are keyed by bare names: two classes of one name share their facts, and rules ask so that a
+clash only makes them quieter (an actor is concurrent only if no class of its name is synchronous).
+A lone file (standard input, an editor buffer outside a project) has no project facts: nothing is
+given elsewhere.
 """
-
 from __future__ import annotations
 
 import ast
@@ -41,6 +46,11 @@ class ProjectFacts:
     def holds_any(self, facts: Iterable[str]) -> bool:
         return any(fact in self.facts for fact in facts)
 
+    def keeps(self, unless: Iterable[str], requires: Iterable[str]) -> bool:
+        """Whether a finding stands: none of `unless` holds, and one of `requires` does (when it names any)."""
+        requires = tuple(requires)
+        return not self.holds_any(unless) and (not requires or self.holds_any(requires))
+
 
 LONE_FILE = ProjectFacts()  # a file seen without its project: no other file says anything
 
@@ -48,6 +58,16 @@ LONE_FILE = ProjectFacts()  # a file seen without its project: no other file say
 def given(option: str, name: str) -> tuple[str, ...]:
     """The facts that say some file gives `option` (or options it cannot see) to the class or function `name`."""
     return (f"gives:{option}:{name}", f"gives:*:{name}")
+
+
+def concurrent_actor(name: str) -> tuple[str, ...]:
+    """The facts that say the actor class `name` runs calls concurrently: async methods, or `max_concurrency`."""
+    return (f"actor:async:{name}", f"actor:threaded:{name}")
+
+
+def sequential_actor(name: str) -> tuple[str, ...]:
+    """The fact that says an actor class named `name` runs calls one at a time."""
+    return (f"actor:sync:{name}",)
 
 
 def own_module(module: str) -> tuple[str, ...]:
@@ -84,7 +104,7 @@ def facts_of_calls(calls: Iterable[CallShape]) -> frozenset[str]:
 def facts_of(text: str) -> frozenset[str]:
     """The facts one file's text gives the project, read with CPython's parser (nothing for text it cannot
     parse). The engine gets the same facts from its semantic model instead (`SemanticModel.call_shapes`)."""
-    if not may_give(text):
+    if not may_give(text) and "remote" not in text:
         return frozenset()
     try:
         with warnings.catch_warnings():
@@ -92,12 +112,33 @@ def facts_of(text: str) -> frozenset[str]:
             tree = ast.parse(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return frozenset()
-    return facts_of_calls(_shape(node) for node in ast.walk(tree) if isinstance(node, ast.Call) and _may_matter(node))
+    nodes = list(ast.walk(tree))
+    actors = frozenset(fact for node in nodes if isinstance(node, ast.ClassDef) for fact in _actor_facts(node))
+    if not may_give(text):
+        return actors
+    return actors | facts_of_calls(_shape(node) for node in nodes if isinstance(node, ast.Call) and _may_matter(node))
 
 
 def may_give(text: str) -> bool:
-    """The pre-filter: most files give nothing, and are not walked (or parsed)."""
+    """The pre-filter of the calls: most files give no resource option, and their calls are not read."""
     return any(token in text for token in OPTION_TOKENS) or ("ray" in text and any(token in text for token in BUILDER_TOKENS))
+
+
+def _actor_facts(node: ast.ClassDef) -> Iterable[str]:
+    """`actor:async:Name`, `actor:threaded:Name` or `actor:sync:Name` for a class decorated with `@ray.remote`
+    (the semantic model knows more shapes: `SemanticModel.actor_facts`)."""
+    for decorator in node.decorator_list:
+        call = decorator if isinstance(decorator, ast.Call) else None
+        if _bare_name(call.func if call is not None else decorator) != "remote":
+            continue
+        is_async = any(isinstance(item, ast.AsyncFunctionDef) for item in node.body)
+        threaded = call is not None and any(keyword.arg == "max_concurrency" for keyword in call.keywords)
+        if is_async:
+            yield f"actor:async:{node.name}"
+        if threaded:
+            yield f"actor:threaded:{node.name}"
+        if not is_async and not threaded:
+            yield f"actor:sync:{node.name}"
 
 
 def _may_matter(call: ast.Call) -> bool:

@@ -82,6 +82,7 @@ class Report:
     fix: FixPlan | None = None
     facts: dict[str, Any] = field(default_factory=dict)
     unless: tuple[str, ...] = ()
+    requires: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -109,13 +110,16 @@ class Context:
         fix: FixPlan | None = None,
         facts: dict[str, Any] | None = None,
         unless: tuple[str, ...] = (),
+        requires: tuple[str, ...] = (),
     ) -> None:
         """Report `node`; `facts` are what the rule knows statically, for the rule's experiment; `unless` are
-        project facts (`ray_lint.project`) any one of which, found in another file, makes the finding wrong."""
+        project facts (`ray_lint.project`) any one of which makes the finding wrong, `requires` facts one of
+        which it needs. Where the model has the project's facts they decide now; else the finding carries them."""
         project = self.model.project
-        if project is not None and project.holds_any(unless):
-            return
-        self.reports.append(Report(node, message, fix, facts or {}, unless if project is None else ()))
+        if project is None:
+            self.reports.append(Report(node, message, fix, facts or {}, unless, requires))
+        elif project.keeps(unless, requires):
+            self.reports.append(Report(node, message, fix, facts or {}))
 
     def line_of(self, node: cst.CSTNode) -> str:
         """Where a node is, for a message: "line 12", or "cell 3, line 4" in a notebook."""

@@ -9,6 +9,7 @@ import libcst as cst
 
 from ray_lint.diagnostics import Applicability, Severity
 from ray_lint.model import (
+    AFTER_ALL,
     CallSite,
     FunctionInfo,
     Loop,
@@ -24,6 +25,7 @@ from ray_lint.model import (
     path_to,
     scope_within,
 )
+from ray_lint.project import concurrent_actor, sequential_actor
 from ray_lint.rule import Context, FixPlan, Invalid, Option, Rule, Valid
 from ray_lint.verify.experiment import (
     Experiment,
@@ -128,8 +130,9 @@ ray-lint stays silent when the loop cannot be parallel or is already right:
 - every call goes to one actor, whatever its class and however the handle is held (a name, an
   attribute such as `self.buffer`, a parameter, a helper's return value) as long as the loop does
   not change it: the actor runs the calls one at a time whatever the driver does, so batching the
-  gets gains nothing (unless the actor is known to be async or threaded, or the call takes the
-  ref of a task the loop submitted, which the get then waits for too). RAY010 reports that
+  gets gains nothing (unless the actor is known to be async or threaded, here or in the module of
+  the project that defines its class, or the call takes the ref of a task the loop submitted,
+  which the get then waits for too). RAY010 reports that
   case when the calls are independent;
 - a later submission of the loop needs the result, even through an attribute (`self.last`), a
   list it was appended to, or an assignment under a condition (`if rank == 0: addr = ray.get(...)`);
@@ -415,8 +418,17 @@ nowhere else.
             return
         created_in = origin.binding.loop if origin.binding is not None else producer.loop
         loop = model.common_loop(get.loop, created_in)
-        if loop is None or _one_actor(model, submission, loop):
-            return  # one actor runs the calls one at a time anyway: RAY010's concern, not the get's
+        if loop is None:
+            return
+        requires: tuple[str, ...] = ()
+        unless: tuple[str, ...] = ()
+        if _one_actor(model, submission, loop):
+            # one actor runs the calls one at a time anyway (RAY010's concern, not the get's), unless its
+            # class, defined in another module, runs them concurrently
+            imported = _imported_actor_class(model, submission)
+            if imported is None:
+                return
+            requires, unless = concurrent_actor(imported), sequential_actor(imported)
         if _handle_made_by(model, submission, loop, _fetched_or_serve):
             return
         facts = model.loop_results(loop, get_functions, helpers)
@@ -430,7 +442,7 @@ nowhere else.
             return  # the task runs while the iteration does other work: already overlapped
         message = self.message + "; submit them all first and call `ray.get` once after the loop"
         known = {"iterations": model.literal_iterations(loop)}
-        ctx.report(get.node, message, self._fix(ctx, get, loop, submission.call), known)
+        ctx.report(get.node, message, self._fix(ctx, get, loop, submission.call), known, unless=unless, requires=requires)
 
     def _submitted_ref(self, model: SemanticModel, get: CallSite) -> tuple[Submission, CallSite, RefOrigin] | None:
         """The submission whose ref the get waits for, when the module shows one."""
@@ -592,6 +604,25 @@ def _blocks_or_reads(method: str | None) -> bool:
     """A method that exists to block (a lock, a barrier), or reads a small fact: asking a group of actors
     for their ranks one at a time costs milliseconds, not the parallelism the rule is about."""
     return method in SYNCHRONIZATION_METHODS or is_accessor(method)
+
+
+def _imported_actor_class(model: SemanticModel, submission: Submission) -> str | None:
+    """The class name when the handle was made here from a class this module imports (`Fetcher.remote()`,
+    `Fetcher.options(...).remote()`): only the project knows whether it runs calls concurrently."""
+    if submission.remote is not None or submission.handle is None:
+        return None
+    site = model.call_site(submission.call)
+    made = _handle_value(model, submission.handle, site) if site is not None else None
+    creation = model.submission(made) if made is not None else None
+    if creation is None or not isinstance(made.func, cst.Attribute):  # type: ignore[union-attr]
+        return None
+    receiver = made.func.value  # type: ignore[union-attr]
+    if isinstance(receiver, cst.Call) and isinstance(receiver.func, cst.Attribute) and receiver.func.attr.value == "options":
+        receiver = receiver.func.value
+    if not isinstance(receiver, cst.Name):
+        return None
+    binding = model.reaching_binding(receiver.value, model.module_scope, AFTER_ALL)
+    return receiver.value if binding is not None and binding.kind == "import" else None
 
 
 def _named_actor(model: SemanticModel, handle: cst.BaseExpression, site: CallSite, loop: Loop) -> bool:

@@ -69,6 +69,10 @@ def test_facts_name_what_each_call_gives():
         "gives:num_gpus:Learner",
         "gives:*:Other",
     }
+    actors = "import ray\n@ray.remote\nclass A:\n    async def f(self):\n        pass\n@ray.remote(max_concurrency=4)\nclass B:\n    pass\n"
+    assert facts_of(actors) == {"actor:async:A", "actor:threaded:B"}
+    assert facts_of("import ray\n@ray.remote\nclass C:\n    def f(self):\n        pass\n") == {"actor:sync:C"}
+    assert set(SemanticModel(cst.parse_module(actors)).actor_facts()) == facts_of(actors)
     # the engine reads the same facts from its semantic model
     assert facts_of_calls(SemanticModel(cst.parse_module(text)).call_shapes()) == facts_of(text)
     assert facts_of("import ray\nx = 1\n") == frozenset()  # no resource keyword: not parsed
@@ -129,6 +133,23 @@ def test_an_import_of_the_projects_own_package_is_not_reported(run, tmp_path):
     assert codes(check(run, tmp_path, "--select", "RAY062", ".")) == [("other.py", "RAY062", 5)]
 
 
+FETCHER = "import ray\n\n@ray.remote\nclass Fetcher:\n    {kind}def fetch(self, url):\n        return url\n"
+DRIVER = "import ray\nfrom fetchers import Fetcher\n\nf = Fetcher.remote()\nfor url in urls:\n    print(ray.get(f.fetch.remote(url)))\n"
+
+
+def test_a_loop_of_gets_on_an_imported_async_actor(run, tmp_path):
+    """One actor runs its calls one at a time, so a get per call costs nothing more, unless its class,
+    in another module, is async: then the loop serializes calls the actor would run together."""
+    write(tmp_path, {"pyproject.toml": "", "fetchers.py": FETCHER.format(kind="async "), "driver.py": DRIVER})
+    assert codes(check(run, tmp_path, "--select", "RAY001", ".")) == [("driver.py", "RAY001", 6)]
+    assert codes(check(run, tmp_path, "--select", "RAY001", "driver.py")) == [("driver.py", "RAY001", 6)]
+    assert codes(check(run, tmp_path, "--select", "RAY001", "-", stdin=DRIVER)) == []  # a lone file: unknown class
+    write(tmp_path, {"other/fetchers.py": FETCHER.format(kind="")})  # a synchronous class of the same name
+    assert codes(check(run, tmp_path, "--select", "RAY001", ".")) == []
+    write(tmp_path, {"other/fetchers.py": "", "fetchers.py": FETCHER.format(kind="")})
+    assert codes(check(run, tmp_path, "--select", "RAY001", ".")) == []
+
+
 # ---------------------------------------------------------------------------- flake8
 
 
@@ -138,6 +159,9 @@ def test_flake8_reads_the_project_when_a_finding_depends_on_it(run, project):
     (project / "group.py").write_text(UNRELATED, encoding="utf-8")
     proc = run(["--select", "RAY040", "workers.py"], project, program=(sys.executable, "-m", "flake8"))
     assert "workers.py:3:1: RAY040" in proc.stdout, proc.stdout + proc.stderr
+    write(project, {"fetchers.py": FETCHER.format(kind="async "), "driver.py": DRIVER})
+    proc = run(["--select", "RAY001", "driver.py"], project, program=(sys.executable, "-m", "flake8"))
+    assert "driver.py:6:11: RAY001" in proc.stdout, proc.stdout + proc.stderr
 
 
 # ---------------------------------------------------------------------------- test code, vendored code
