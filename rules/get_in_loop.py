@@ -136,9 +136,9 @@ ray-lint stays silent when the loop cannot be parallel or is already right:
   case when the calls are independent;
 - a later submission of the loop needs the result, even through an attribute (`self.last`), a
   list it was appended to, or an assignment under a condition (`if rank == 0: addr = ray.get(...)`);
-- the get is in an `except` fallback, or in a `try` that handles its failure (teardown,
-  health-check and restart loops: `try: ray.get(h.shutdown.remote(), timeout=5) except: ray.kill(h)`):
-  one `ray.get` of everything would fail for everything;
+- the get is in an `except` fallback, or it has a `timeout=` and a `try` handles its failure
+  (teardown and health-check loops: `try: ray.get(h.shutdown.remote(), timeout=5) except: ray.kill(h)`):
+  each wait is bounded and handled on its own on purpose;
 - the loop kills actors (`ray.kill`): a teardown loop;
 - the call asks an actor for a small fact (`is_*`, `has_*`, `ping`, `ready`, `status`, or a
   `get_*`/`alloc_*` of a rank, an address, an id, a port, ...): one round trip each,
@@ -154,7 +154,7 @@ Test files (`test-files`) are not checked: a get per worker in a test of three w
 
 It also follows one level of helper: a loop that calls a module-level function of the same
 file which submits a task and waits for it (outside any loop of its own) is reported at the
-call in the loop.
+call in the loop. A helper that waits on an actor it was handed (a counter, a buffer) is not.
 
 The diagnostic is reported on the line of the `ray.get` call (or of the helper call); put a
 `# noqa: RAY001` there.
@@ -281,6 +281,11 @@ nowhere else.
             "import ray\nfrom ray import serve\nfor name in names:\n    handle = serve.get_app_handle(name)\n"
             "    print(ray.get(handle.remote(1)))\n",
             "a Ray Serve handle",
+        ),
+        Valid(
+            "import ray\n\ndef process(path, counter):\n    seen = ray.get(counter.increment.remote(1))\n    return load(path, seen)\n\n"
+            "for path in paths:\n    process(path, counter)\n",
+            "a helper that waits on the caller's one actor",
         ),
         Valid(
             "import ray\nranks = [ray.get(w.get_rank.remote()) for w in workers]\n",
@@ -436,7 +441,7 @@ nowhere else.
             return
         if self._is_sequential(model, loop, facts, submission.call, submission.handle, producer.index, get.node):
             return
-        if _waited_before(model, get, producer) or _handled_wait(model, loop, get) or _tears_down(model, loop):
+        if _waited_before(model, get, producer) or _handled_wait(loop.node, get) or _tears_down(model, loop):
             return
         if _calls_between(model, producer.index, get.index) > OVERLAPPED_CALLS:
             return  # the task runs while the iteration does other work: already overlapped
@@ -471,6 +476,9 @@ nowhere else.
             found = self._submitted_ref(model, get)
             if found is None or found[1].scope is not scope or found[1].loop is not None:
                 continue
+            submission = found[0]
+            if submission.kind == "actor-method" and not _actor_made_here(model, submission, found[1]):
+                continue  # the caller's actor (a counter, a buffer): its calls queue on it whatever the caller does
             if not _waited_before(model, get, found[1]):
                 helpers.setdefault(id(info.node), (info, get))
         return helpers
@@ -606,6 +614,13 @@ def _blocks_or_reads(method: str | None) -> bool:
     return method in SYNCHRONIZATION_METHODS or is_accessor(method)
 
 
+def _actor_made_here(model: SemanticModel, submission: Submission, site: CallSite) -> bool:
+    """Whether the call goes to an actor the same function created (`a = Worker.remote(); ray.get(a.f.remote())`)."""
+    made = _handle_value(model, submission.handle, site) if submission.handle is not None else None
+    creation = model.submission(made) if made is not None else None
+    return creation is not None and creation.kind == "actor-create"
+
+
 def _imported_actor_class(model: SemanticModel, submission: Submission) -> str | None:
     """The class name when the handle was made here from a class this module imports (`Fetcher.remote()`,
     `Fetcher.options(...).remote()`): only the project knows whether it runs calls concurrently."""
@@ -663,12 +678,16 @@ def _fetched_or_serve(name: str) -> bool:
     return name == "ray.get" or name.startswith("ray.serve.")
 
 
-def _handled_wait(model: SemanticModel, loop: Loop, get: CallSite) -> bool:
-    """A get in an `except` fallback, or in a `try` that handles its failure, as teardown, health-check
-    and restart loops do (`try: ray.get(h.shutdown.remote(), timeout=5) except: ray.kill(h)`): each wait
-    is handled on its own on purpose, and one `ray.get` of all would fail for all."""
-    path = path_to(loop.node, get.node, into_functions=False) or []
-    return any(isinstance(node, cst.ExceptHandler) or (isinstance(node, cst.Try) and node.handlers) for node in path)
+def _handled_wait(root: cst.CSTNode, get: CallSite) -> bool:
+    """A get in an `except` fallback, or a bounded one (`timeout=`) whose failure a `try` handles, as teardown
+    and health-check loops do (`try: ray.get(h.shutdown.remote(), timeout=5) except: ray.kill(h)`): each
+    wait is bounded and handled on its own on purpose. (A `try` alone is not enough: per-item error
+    handling survives submitting everything first.)"""
+    path = path_to(root, get.node, into_functions=False) or []
+    if any(isinstance(node, cst.ExceptHandler) for node in path):
+        return True
+    bounded = any(arg.keyword is not None and arg.keyword.value == "timeout" for arg in get.node.args)
+    return bounded and any(isinstance(node, cst.Try) and node.handlers for node in path)
 
 
 def _calls_between(model: SemanticModel, start: int, end: int) -> int:
