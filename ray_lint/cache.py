@@ -30,24 +30,21 @@ from typing import Any
 from ray_lint import __version__
 from ray_lint.config import Settings
 from ray_lint.diagnostics import Applicability, Diagnostic, Edit, Fix, Position, Severity
+from ray_lint.project import project_root
 
 CACHE_DIR_NAME = ".ray_lint_cache"
 CACHE_DIR_ENV = "RAY_LINT_CACHE_DIR"
 _TOOL_DIR = re.compile(r"[0-9a-f]{24}")  # what tool_fingerprint() names; nothing else is ever removed
-_PROJECT_MARKERS = ("pyproject.toml", "ray-lint.toml", ".git")
 _TAG = "Signature: 8a477f597d28d172789f06886806bc55\n# This directory is ray-lint's cache; see https://bford.info/cachedir/\n"
 
 
 def default_directory(cwd: Path) -> Path:
-    """`$RAY_LINT_CACHE_DIR`, or `.ray_lint_cache` in the nearest directory holding a pyproject.toml,
-    ray-lint.toml or .git (the working directory when there is none)."""
+    """`$RAY_LINT_CACHE_DIR`, or `.ray_lint_cache` in the project root (`ray_lint.project.project_root`;
+    the working directory when there is none)."""
     configured = os.environ.get(CACHE_DIR_ENV)
     if configured:
         return Path(configured)
-    for folder in (cwd, *cwd.parents):
-        if any((folder / marker).exists() for marker in _PROJECT_MARKERS):
-            return folder / CACHE_DIR_NAME
-    return cwd / CACHE_DIR_NAME
+    return (project_root(cwd) or cwd) / CACHE_DIR_NAME
 
 
 def content_digest(data: bytes) -> str:

@@ -84,13 +84,14 @@ def lint_text(
     user acts on); the tokenize pass behind it then runs only for a text with a `# noqa` to honour.
     `python_tree` is CPython's parse of the text where the caller already has one (flake8 does).
     `project`: the facts of the project's other files (by default none: a lone file); None when the caller
-    gathers them later, and then a finding another file may contradict keeps its `unless`. `provides`,
-    when given, receives the facts this file gives (a file no rule wants gives none)."""
+    gathers them later, and then a finding that depends on other files keeps its conditions (`unless`,
+    `requires`). `provides`, when given, receives the facts this file gives (read from the semantic
+    model; a file no selected rule wants is read with CPython's parser when it mentions `.remote`)."""
     clock = timings.measure if timings is not None else _untimed
     with clock("pre-filter"):
         wanting = _wanting(text, rules)  # the cheap check first: most files never mention Ray
     if not wanting:
-        if provides is not None and "remote" in text:  # Ray code that the selected rules skip
+        if provides is not None and ".remote" in text:  # Ray code that the selected rules skip
             with clock("project facts"):
                 provides |= facts_of(text)
         return []

@@ -34,7 +34,8 @@ RESOURCE_OPTIONS = frozenset({"num_gpus", "num_cpus", "resources", "accelerator_
 OPTION_TOKENS = ("num_gpus", "num_cpus", "resources=", "accelerator_type", "options(**")
 # ...unless it uses Ray and calls a builder with a GPU keyword (`use_gpu=True`, `gpus_per_worker=1`).
 BUILDER_TOKENS = ("gpu", "GPU")
-PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
+# What marks a project's root directory: where its cache lives and whose files give it facts.
+PROJECT_MARKERS = ("pyproject.toml", "ray-lint.toml", "setup.py", "setup.cfg", ".git")
 
 
 @dataclass(frozen=True)
@@ -104,7 +105,7 @@ def facts_of_calls(calls: Iterable[CallShape]) -> frozenset[str]:
 def facts_of(text: str) -> frozenset[str]:
     """The facts one file's text gives the project, read with CPython's parser (nothing for text it cannot
     parse). The engine gets the same facts from its semantic model instead (`SemanticModel.call_shapes`)."""
-    if not may_give(text) and "remote" not in text:
+    if not may_give(text) and ".remote" not in text:
         return frozenset()
     try:
         with warnings.catch_warnings():
