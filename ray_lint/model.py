@@ -833,7 +833,31 @@ class SemanticModel:
             binding = self.reaching_binding(expr.value, scope, at)
             if binding is not None and binding.kind == "assign" and isinstance(binding.value, cst.Call):
                 return self.actor_of_handle(binding.value, binding.scope, binding.index)
+        if isinstance(expr, cst.Subscript) and isinstance(expr.value, cst.Name):  # `workers[i]`
+            binding = self.reaching_binding(expr.value.value, scope, at)
+            made = binding.value if binding is not None and binding.kind == "assign" else None
+            if isinstance(made, cst.ListComp) and isinstance(made.elt, cst.Call):
+                return self.actor_of_handle(made.elt, binding.scope, binding.index)  # type: ignore[union-attr]
         return None
+
+    def returns_stored_state(self, remote: RemoteDef | None, method: str | None) -> bool:
+        """Whether actor method `method` of `remote` only hands back what an earlier call stored
+        (`return self.sorted_frame`, after asserts): no work runs, so nothing waits on compute."""
+        if remote is None or remote.cls is None or method is None:
+            return False
+        info = self.method(remote.cls, method)
+        if info is None:
+            return False
+        *before, last = block_statements(info.node.body)
+        docstring = (cst.SimpleString, cst.ConcatenatedString)
+        if not all(isinstance(s, (cst.Assert, cst.Pass)) or (isinstance(s, cst.Expr) and isinstance(s.value, docstring)) for s in before):
+            return False
+        return (
+            isinstance(last, cst.Return)
+            and isinstance(last.value, cst.Attribute)
+            and isinstance(last.value.value, cst.Name)
+            and last.value.value.value == "self"
+        )
 
     def ref_origin(self, expr: cst.BaseExpression, scope: Scope, at: int, _depth: int = 0) -> RefOrigin | None:
         """Where the ObjectRef(s) that `expr` holds at event `at` were created, if the module shows it:

@@ -143,6 +143,8 @@ ray-lint stays silent when the loop cannot be parallel or is already right:
 - the call asks an actor for a small fact (`is_*`, `has_*`, `ping`, `ready`, `status`, or a
   `get_*`/`alloc_*` of a rank, an address, an id, a port, ...): one round trip each,
   milliseconds for a group of actors (`get_weights` and `get_batch` are not small facts);
+- the method, defined in this file, only returns what an earlier call stored (`return
+  self.sorted_frame`, after asserts): no work runs while the loop waits;
 - every call goes to one named actor looked up in the loop (`ray.get_actor(NAME)`);
 - the actor was itself fetched with `ray.get` in the iteration (borrowed from a pool: each item's
   calls form a chain), or is a Ray Serve handle (`serve.get_app_handle(...)`: its responses are
@@ -302,6 +304,14 @@ nowhere else.
             "the task overlaps with the rest of the step on purpose",
         ),
         Valid(
+            "import ray\n\n@ray.remote\nclass Sorter:\n    def sort(self, xs):\n        self.done = sorted(xs)\n\n"
+            "    def get_sorted(self):\n        assert self.done is not None\n        return self.done\n\n"
+            "def drain(n, out):\n    sorters = [Sorter.remote() for _ in range(n)]\n"
+            "    ray.get([s.sort.remote([2, 1]) for s in sorters])\n    for i in range(n):\n"
+            "        out.write(str(ray.get(sorters[i].get_sorted.remote())))\n",
+            "each call hands back what the actor already computed: no work waits",
+        ),
+        Valid(
             "import ray\nfrom buffers import ReplayBuffer\nbuf = ReplayBuffer.remote()\nfor x in xs:\n"
             "    ray.get(buf.add.remote(x))\n",
             "one actor of an imported class: it runs the calls one at a time anyway",
@@ -338,6 +348,14 @@ nowhere else.
         ),
     ]
     INVALID = [
+        Invalid(
+            "import ray\n\n@ray.remote\nclass Sorter:\n    def __init__(self, xs):\n        self.xs = xs\n\n"
+            "    def get_sorted(self):\n        return sorted(self.xs)\n\n"
+            "def drain(parts, out):\n    sorters = [Sorter.remote(p) for p in parts]\n"
+            "    for i in range(len(parts)):\n        out.write(str(ray.get(sorters[i].get_sorted.remote())))\n",
+            14,
+            note="the method computes its answer: each actor waits for the one before",
+        ),
         Invalid(
             "import ray\nfor x in xs:\n    results.append(ray.get(f.remote(x)))\n",
             3,
@@ -419,7 +437,9 @@ nowhere else.
         if found is None:
             return
         submission, producer, origin = found
-        if submission.kind == "actor-method" and _blocks_or_reads(submission.method):
+        if submission.kind == "actor-method" and (
+            _blocks_or_reads(submission.method) or model.returns_stored_state(submission.remote, submission.method)
+        ):
             return
         created_in = origin.binding.loop if origin.binding is not None else producer.loop
         loop = model.common_loop(get.loop, created_in)

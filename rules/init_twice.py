@@ -102,6 +102,18 @@ def tolerates_reinit(call: cst.Call) -> bool:
     return False
 
 
+def _imported_between(model: SemanticModel, first: CallSite, second: CallSite) -> bool:
+    """Whether Ray is imported again between the two calls (`import ray` opening a notebook cell or a
+    pasted snippet): the code from there on is a self-contained alternative, not a continuation."""
+    root = second.node.func
+    while isinstance(root, cst.Attribute):
+        root = root.value
+    if not isinstance(root, cst.Name):
+        return False
+    binding = model.reaching_binding(root.value, second.scope, second.index)
+    return binding is not None and binding.kind == "import" and first.index < binding.index < second.index
+
+
 def _is_with_item(site: CallSite) -> bool:
     """`with ray.init(...):` shuts Ray down when the block ends."""
     statement = site.statement
@@ -146,7 +158,10 @@ ray-lint is silent when:
 - a `return`, `raise`, `break`, `continue` or `sys.exit()` follows the first call in its block,
   or the loop has a `return`, `raise` or `break`, or runs once;
 - the first call is a `with ray.init(...):` item;
-- the calls are in different functions: the order in which functions run is not followed.
+- the calls are in different functions: the order in which functions run is not followed;
+- Ray is imported again between the two calls, as a notebook cell or a pasted snippet that
+  stands on its own does (`import ray` then `ray.init(...)`): it is an alternative to the code
+  before it, not the next step.
 
 ## Example
 ```python
@@ -205,6 +220,11 @@ for the author.
         Valid("import ray\nray.init()\nif cluster:\n    ray.init(address='auto')\n", "the second has its own condition"),
         Valid("import myframework as ray\nray.init()\nray.init()\n", "not Ray"),
         Valid("import ray\nfor _ in range(1):\n    ray.init()\n", "a loop that runs once"),
+        Valid(
+            "import ray\nray.init(address='auto')\nprint(ray.cluster_resources())\n"
+            "# ray-lint: end of notebook cell\nimport ray\nray.init(address='ray://localhost:10001')\n",
+            "a notebook cell that imports Ray again: an alternative way in, not a second step",
+        ),
     ]
     INVALID = [
         Invalid("import ray\nray.init(num_cpus=2)\nrun()\nray.init(address='auto')\n", 4),
@@ -304,6 +324,8 @@ for the author.
         on_second = {id(node): depth for depth, node in enumerate(second_path)}
         for first in reversed(earlier):
             if _is_with_item(first) or any(first.index < i < second.index for i in resets):
+                continue
+            if _imported_between(model, first, second):
                 continue
             first_path = _path(first.node, parents)
             common = next((depth for depth, node in enumerate(first_path) if id(node) in on_second), None)

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import libcst as cst
 
 from ray_lint.diagnostics import Severity
-from ray_lint.model import literal_string
+from ray_lint.model import CallSite, SemanticModel, iter_subtree, literal_string
 from ray_lint.rule import Context, Invalid, Rule, Valid
 
 from .bad_resource_quantity import resource_request_sites, resources_dict, value_text
@@ -70,7 +70,9 @@ Ray run the work elsewhere when that node is gone.
 
 Pinning is sometimes the point (a per-node daemon, a reader of a node-local disk). Then a hard
 `NodeAffinitySchedulingStrategy(node_id, soft=False)` says so explicitly, and fails fast instead
-of waiting when the node is gone.
+of waiting when the node is gone. ray-lint is silent for the plainest case of it: an actor
+started once per node, in a loop whose variable names the node (`for host in hosts:` ...
+`f"node:{host}"`), where running anywhere else would be wrong.
 
 ## Example
 ```python
@@ -110,6 +112,18 @@ design decision.
         Valid("import ray\nalive = [n for n in ray.nodes() if n['Resources'].get(f'node:{ip}')]\n", "looking nodes up"),
         Valid("def schedule(job, resources):\n    pass\n\nschedule('x', resources={f'node:{ip}': 1})\n", "not a Ray call"),
         Valid("@ray.remote(resources={'node:10.0.0.1': 0.01})\ndef f():\n    pass\n", "no `import ray`"),
+        Valid(
+            "import ray\n\nclass _Probe:\n    def run(self, fn):\n        return fn(self)\n\n"
+            "def probes(hosts):\n    Probe = ray.remote(_Probe)\n    out = []\n    for host in hosts:\n"
+            "        pin = {f'node:{host}': 0.001}\n        out.append(Probe.options(resources=pin, num_cpus=0).remote())\n"
+            "    return out\n",
+            "a probe actor on each host in turn: per-node by design",
+        ),
+        Valid(
+            "import ray\n@ray.remote\nclass Daemon:\n    pass\n\n"
+            "daemons = [Daemon.options(resources={f'node:{n[\"NodeManagerAddress\"]}': 0.01}).remote() for n in ray.nodes()]\n",
+            "a daemon actor per node",
+        ),
     ]
     INVALID = [
         Invalid("import ray\n\n@ray.remote(resources={'node:10.0.0.1': 0.01})\ndef f():\n    pass\n", 3),
@@ -125,6 +139,12 @@ design decision.
             note="placement-group bundles",
         ),
         Invalid("import ray\nPIN = {'node:10.0.0.7': 0.01}\n\n@ray.remote(resources=PIN)\nclass A:\n    pass\n", 4, note="through a name"),
+        Invalid(
+            "import ray\n@ray.remote\nclass Cache:\n    pass\n\nip = ray.util.get_node_ip_address()\n"
+            "caches = [Cache.options(resources={f'node:{ip}': 0.01}).remote() for _ in range(4)]\n",
+            7,
+            note="actors in a loop, all on the one node named before it",
+        ),
     ]
 
     def check(self, ctx: Context) -> None:
@@ -139,7 +159,7 @@ design decision.
             arg, dictionary, direct = found
             entry = next(node_entries(dictionary), None)
             node = entry if direct else arg.value
-            if entry is None or id(node) in reported:
+            if entry is None or id(node) in reported or self._actor_per_node(model, site, entry):
                 continue
             reported.add(id(node))
             ctx.report(node, self._message(entry, "the task or actor"))
@@ -148,6 +168,22 @@ design decision.
                 entry = next(node_entries(bundle), None)
                 if entry is not None:
                     ctx.report(entry, self._message(entry, "this placement-group bundle"))
+
+    def _actor_per_node(self, model: SemanticModel, site: CallSite, entry: cst.DictElement) -> bool:
+        """An actor started on each node in turn (`for host in hosts: Probe.options(resources={f"node:{host}": ...})`):
+        a per-node daemon or probe, for which running anywhere else would be wrong."""
+        func = site.node.func
+        if site.loop is None or not isinstance(func, cst.Attribute) or func.attr.value != "options":
+            return False
+        remote = model.remote_def_of(func.value, site.scope, site.index)
+        if remote is None or remote.kind != "actor":
+            return False
+        for name in iter_subtree(entry.key):
+            if isinstance(name, cst.Name):
+                binding = model.reaching_binding(name.value, site.scope, site.index)
+                if binding is not None and binding.loop is not None and binding.loop.encloses(site.loop):
+                    return True
+        return False
 
     def _message(self, entry: cst.DictElement, what: str) -> str:
         return (

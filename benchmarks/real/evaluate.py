@@ -62,7 +62,7 @@ def git_dir(mirrors: Path, repo: str) -> Path:
 def extract(mirrors: Path, work: Path, project: dict[str, str]) -> Path:
     """The project's lintable files at its pinned commit, exported once into `work` (snapshots may
     lack large blobs, so files are read one by one and missing ones skipped)."""
-    target = work / project["repo"].replace("/", "+") / project["commit"][:12]
+    target = work / project["repo"].replace("/", "+") / (project["commit"][:12] + ("-skip" if "skip" in project else ""))
     if (target / ".extracted").exists():
         return target
     git = ["git", "--git-dir", str(git_dir(mirrors, project["repo"]))]
@@ -74,6 +74,8 @@ def extract(mirrors: Path, work: Path, project: dict[str, str]) -> Path:
         meta, _, name = entry.partition(b"\t")
         mode, kind, blob = meta.split()
         path = name.decode("utf-8", "surrogateescape")
+        if any(path.startswith(f"{folder}/") for folder in project.get("skip", ())):
+            continue  # a copy of a held-out project inside this one
         if kind == b"blob" and mode != b"120000" and path.endswith(KEPT_SUFFIXES):
             wanted.append((blob.decode(), path))
     batch = subprocess.run(
