@@ -1,7 +1,15 @@
-"""The engine's public entry points for front-ends: lint text, files and trees, fix, add noqa.
+"""The one door every front-end goes through: lint text, files and trees, fix, add noqa, and decide
+findings that depend on the rest of the project.
 
-Front-ends (the command line, and later the flake8 plugin and the language server) translate their
-input into these calls and their output from `FileResult`s; they hold no lint logic.
+The command line (`cli.py`), the flake8 plugin (`flake8_plugin.py`), the language server (`lsp.py`)
+and the verifier (`verify/`) translate their input into these calls and their output from
+`FileResult`s; they hold no lint logic. Which call fits:
+- `lint_paths`: files and trees, with the cache, parallel jobs and project facts (the CLI);
+- `lint_stdin`: text from standard input, in the project of the path it claims;
+- `lint_document`: an editor's document, with its project's facts read once per process;
+- `lint_in_project`: one file's text for flake8, which reads `# noqa` comments itself;
+- `lint_file`, `lint_data`, `lint_source`: one file, without project facts (executors, the verifier);
+- `resolve`: drop the findings that the project's facts contradict.
 """
 
 from __future__ import annotations
@@ -19,10 +27,11 @@ from typing import TYPE_CHECKING, Any
 from ray_lint import noqa
 from ray_lint.cache import ResultCache, content_digest
 from ray_lint.config import Resolver, Settings
-from ray_lint.diagnostics import FILE_ERROR_CODE, Applicability, Diagnostic, FileResult, Timings, file_error
+from ray_lint.diagnostics import FILE_ERROR_CODE, Applicability, Diagnostic, Timings, file_error
 from ray_lint.files import Skipped, discover
 from ray_lint.notebook import CellsChanged
 from ray_lint.project import LONE_FILE, PackageFinder, ProjectFacts, facts_of, project_root
+from ray_lint.results import FileResult
 from ray_lint.source import Source, SourceError, decode, read_bytes
 
 if TYPE_CHECKING:
@@ -38,7 +47,7 @@ class RunOptions:
     write: bool = True  # False for --diff: compute fixes, keep files as they are
     add_noqa: bool = False
     timings: bool = False  # collect each phase's and rule's time (`--timings`)
-    noqa_lines: bool = True  # False: leave `Diagnostic.noqa_line` unset (it costs a tokenize pass)
+    noqa_comments: noqa.Handling = "honour"  # "honour-only": leave `Diagnostic.noqa_line` unset (a tokenize pass)
 
 
 def lint_source(
@@ -53,6 +62,7 @@ def lint_source(
     facts of the project's other files), a finding that depends on other files keeps its conditions
     (`unless`, `requires`), and its fix is not applied."""
     from ray_lint import engine  # loaded only when a file must be linted: a full cache hit never imports libcst
+    from ray_lint.syntax import parses
 
     result = FileResult(path=path, source=source.text, notebook=source.notebook, encoding=source.encoding, timings=timings)
     notebook = source.notebook
@@ -78,7 +88,7 @@ def lint_source(
             annotated, changed = noqa.add_noqa(text, lines)
             result.diagnostics = [d for d in diagnostics if d.code == FILE_ERROR_CODE]
             result.noqa_added = changed
-            if changed and engine.parses(annotated, text):
+            if changed and parses(annotated, text):
                 result.fixed_source = annotated
                 if notebook is not None:
                     result.fixed_notebook = notebook.after(annotated)
@@ -90,7 +100,7 @@ def lint_source(
                 rules,
                 describe_line=describe_line,
                 timings=timings,
-                noqa_lines=options.noqa_lines,
+                noqa_comments=options.noqa_comments,
                 project=project,
                 provides=provides,
             )
@@ -143,7 +153,7 @@ def lint_file(
     return result
 
 
-def lint_bytes(
+def lint_stdin(
     data: bytes, path: str, settings: Settings, resolver: Resolver, options: RunOptions = RunOptions()
 ) -> FileResult:
     """Lint text that did not come from a file (standard input). Where a finding depends on the rest of the

@@ -141,7 +141,7 @@ class ResultCache:
         try:
             entry_data = {"diagnostics": [_encode(d) for d in diagnostics], "provides": sorted(provides)}
             payload = json.dumps(entry_data, separators=(",", ":"))
-        except (TypeError, ValueError):  # a rule's facts that JSON cannot hold: not cached
+        except (TypeError, ValueError):  # text JSON cannot hold: not cached
             return
         entry = self._entry(settings, key)
         try:
@@ -184,7 +184,6 @@ def _encode(diagnostic: Diagnostic) -> dict[str, Any]:
         "start": _position(diagnostic.start),
         "end": _position(diagnostic.end),
         "noqa_line": diagnostic.noqa_line,
-        "facts": diagnostic.facts,
         "unless": list(diagnostic.unless),
         "requires": list(diagnostic.requires),
         "fix": None
@@ -207,7 +206,6 @@ def _decode(item: dict[str, Any]) -> Diagnostic:
         start=Position(*item["start"]),
         end=Position(*item["end"]),
         noqa_line=item["noqa_line"],
-        facts=item["facts"],
         unless=tuple(item["unless"]),
         requires=tuple(item["requires"]),
         fix=None

@@ -14,16 +14,17 @@ from rich.console import Console
 from rich.table import Table
 
 from ray_lint import __version__
-from ray_lint.api import Executor, ExecutorError, RunOptions, lint_bytes, lint_paths, local_executor
+from ray_lint.api import Executor, ExecutorError, RunOptions, lint_paths, lint_stdin, local_executor
 from ray_lint.cache import CACHE_DIR_ENV, CACHE_DIR_NAME, NotACache, ResultCache, clean, default_directory
 from ray_lint.config import ConfigError, Layer, Resolver, parse_layer
-from ray_lint.diagnostics import FileResult, Timings, file_error
+from ray_lint.diagnostics import Timings, file_error
 from ray_lint.docs import category_title, render_rule
 from ray_lint.files import Skipped
-from ray_lint.output import FORMATS, Report, collect
+from ray_lint.output import FORMATS, RunReport, collect
 from ray_lint.output.machine import render_github, render_json, render_json_lines
 from ray_lint.output.sarif import render_sarif
 from ray_lint.output.text import render_concise, render_full, render_statistics, render_timings, summary
+from ray_lint.results import FileResult
 from ray_lint.rule import all_rules, rule_by_code_or_name
 
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
@@ -178,7 +179,7 @@ def run_check(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
         name = args.stdin_filename or "-"
         settings = resolver.settings_for(Path(name).absolute())
         data = sys.stdin.buffer.read()
-        result = lint_bytes(data, name, settings, resolver, options)
+        result = lint_stdin(data, name, settings, resolver, options)
         if args.fix and not args.diff:  # the input comes back, fixed or as it was, even if unreadable
             fixed_text = result.file_text()
             if fixed_text is not None:
@@ -210,7 +211,7 @@ def run_check(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
         return EXIT_OK
 
     fixed = sum(sum(r.fixes_applied.values()) for r in results)
-    report = Report(collect(results), results, args.unsafe_fixes, args.show_fixes, fixing=args.fix)
+    report = RunReport(collect(results), results, args.unsafe_fixes, args.show_fixes, fixing=args.fix)
     output = args.output_file.open("w", encoding="utf-8") if args.output_file else stdout
     try:
         _render(report, args, output, fixed)
@@ -239,7 +240,7 @@ def _executor(args: argparse.Namespace) -> Executor:
     return local_executor(args.jobs)
 
 
-def _render(report: Report, args: argparse.Namespace, output: TextIO, fixed: int) -> None:
+def _render(report: RunReport, args: argparse.Namespace, output: TextIO, fixed: int) -> None:
     fmt = args.output_format
     if fmt in ("full", "concise"):
         console = _console(output, "never" if args.output_file else args.color)

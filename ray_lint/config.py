@@ -392,9 +392,10 @@ def _relative(path: Path, root: Path) -> str:
 
 @dataclass
 class Resolver:
-    """Finds the settings for each file: its nearest config file (or `--config`), then the command line."""
+    """Finds the settings for each file: its nearest config file (or `--config`), then the front-end's own
+    options, which win (the command line's flags, the editor's settings, flake8's options)."""
 
-    cli: Layer
+    overrides: Layer
     config_path: Path | None = None
     isolated: bool = False
     validate: bool = True  # False: the caller validates (the cache skips it when the settings are known good)
@@ -422,7 +423,7 @@ class Resolver:
             config_file = self._config_file_in(directory)
         settings = self._by_file.get(config_file)
         if settings is None:
-            layers = [self.cli]
+            layers = [self.overrides]
             if config_file is not None:
                 layer = read_config_file(config_file)
                 if layer is not None:

@@ -1,4 +1,4 @@
-"""The values every front-end prints: diagnostics, fixes and per-file results."""
+"""The values every front-end prints: diagnostics and their fixes."""
 
 from __future__ import annotations
 
@@ -9,10 +9,7 @@ from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from ray_lint.notebook import Notebook
+from typing import Any
 
 FILE_ERROR_CODE = "RAY000"  # a file that cannot be read, parsed or linted
 FILE_ERROR_NAME = "file-error"
@@ -71,8 +68,9 @@ class Diagnostic:
     end: Position
     fix: Fix | None = None
     noqa_line: int | None = None
-    # What the rule measured statically (loop counts, thread counts, options), for the verifier.
-    facts: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+    # What the rule measured statically (loop counts, thread counts, options), for its experiment: a value
+    # of the type the experiment declares (`Experiment.facts_type`); None for rules without one.
+    facts: Any = field(default=None, compare=False, hash=False)
     # Project facts (`ray_lint.project`) any one of which makes the finding wrong: set while the rule
     # could not see the rest of the project; the front-end drops the finding when one holds.
     unless: tuple[str, ...] = ()
@@ -137,37 +135,3 @@ class Timings:
         for key, seconds in other.seconds.items():
             self.seconds[key] = self.seconds.get(key, 0.0) + seconds
         self.files.update(other.files)
-
-
-@dataclass
-class FileResult:
-    """What linting one file produced. `source` is kept for front-ends that show lines or fixes."""
-
-    path: str
-    diagnostics: list[Diagnostic] = field(default_factory=list)
-    source: str | None = None
-    fixed_source: str | None = None
-    fixes_applied: dict[str, int] = field(default_factory=dict)
-    refused_fixes: list[Diagnostic] = field(default_factory=list)  # fixes not applied: they would not parse
-    noqa_added: int = 0
-    notebook: Notebook | None = None  # for a notebook: positions above are in its cells' joint Python text
-    fixed_notebook: Notebook | None = None  # the notebook as fixed: diagnostics then refer to it
-    encoding: str = "utf-8"  # the file's, kept when fixes are written
-    digest: str | None = None  # of the bytes that were linted, for the cache
-    timings: Timings | None = None  # when asked for (`--timings`)
-    provides: frozenset[str] = frozenset()  # the project facts this file gives (`ray_lint.project`)
-
-    @property
-    def reported_text(self) -> str | None:
-        """The text the diagnostics' positions refer to: after fixes, the fixed text."""
-        return self.fixed_source if self.fixed_source is not None else self.source
-
-    @property
-    def reported_notebook(self) -> Notebook | None:
-        return self.fixed_notebook if self.fixed_notebook is not None else self.notebook
-
-    def file_text(self) -> str | None:
-        """The file's content with the fixes applied (for a notebook, its JSON); None without fixes."""
-        if self.fixed_source is None:
-            return None
-        return self.notebook.render(self.fixed_source) if self.notebook is not None else self.fixed_source

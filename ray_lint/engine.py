@@ -10,19 +10,19 @@ import ast
 import dataclasses
 import gc
 import sys
-import warnings
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import AbstractContextManager, contextmanager, nullcontext
+from contextlib import AbstractContextManager, contextmanager, nullcontext, suppress
 from dataclasses import dataclass, field
 
 import libcst as cst
 
-from ray_lint import noqa
+from ray_lint import noqa, pieces
 from ray_lint.diagnostics import FILE_ERROR_CODE, Applicability, Diagnostic, Position, Timings, apply_edits, file_error
 from ray_lint.model import SemanticModel
 from ray_lint.project import LONE_FILE, ProjectFacts, facts_of, facts_of_calls, may_give
 from ray_lint.rule import Context, Report, Rule
+from ray_lint.syntax import parses, python_parse
 
 MAX_FIX_PASSES = 10
 Clock = Callable[[str], AbstractContextManager[object]]
@@ -68,20 +68,21 @@ def _wanting(text: str, rules: list[Rule]) -> list[Rule]:
 def lint_text(
     text: str,
     rules: list[Rule],
-    line_noqa: bool = True,
     describe_line: Callable[[int], str] | None = None,
     timings: Timings | None = None,
-    noqa_lines: bool = True,
+    noqa_comments: noqa.Handling = "honour",
     python_tree: ast.Module | None = None,
     project: ProjectFacts | None = LONE_FILE,
     provides: set[str] | None = None,
 ) -> list[Diagnostic]:
     """Run `rules` on one file's text. Never raises: failures become RAY000 diagnostics (when RAY000 is
-    among `rules`). `line_noqa=False` leaves `# noqa` comments to the caller (flake8 reads them itself);
-    a file-level `# ray-lint: noqa` always applies. `describe_line` names a line in messages (a notebook
-    names the cell). `timings`, when given, collects the time of each phase and rule. `noqa_lines=False`
-    leaves each diagnostic's `noqa_line` unset (the language server works it out for the one line a
-    user acts on); the tokenize pass behind it then runs only for a text with a `# noqa` to honour.
+    among `rules`). `noqa_comments` says who reads line `# noqa` comments (a file-level `# ray-lint: noqa`
+    always applies): "honour" drops the findings they suppress and gives each other finding the line
+    its `# noqa` would go on; "honour-only" drops them but leaves `noqa_line` unset (the language server
+    works it out for the one line a user acts on; the tokenize pass behind it then runs only for a text
+    with a `# noqa` to honour); "caller" leaves them to the caller (flake8 reads them itself).
+    `describe_line` names a line in messages (a notebook names the cell). `timings`, when given,
+    collects the time of each phase and rule.
     `python_tree` is CPython's parse of the text where the caller already has one (flake8 does).
     `project`: the facts of the project's other files (by default none: a lone file); None when the caller
     gathers them later, and then a finding that depends on other files keeps its conditions (`unless`,
@@ -106,7 +107,8 @@ def lint_text(
     diagnostics = [d for d in checked if d.code != FILE_ERROR_CODE or report_file_errors or d.message.startswith(INTERNAL_ERROR)]
     if not diagnostics:
         return []
-    if not line_noqa or not (noqa_lines or noqa.has_inline_noqa(text)):
+    noqa_lines = noqa_comments == "honour"
+    if noqa_comments == "caller" or not (noqa_lines or noqa.has_inline_noqa(text)):
         return sorted(diagnostics, key=lambda d: (d.start, d.code))
     with clock("noqa comments"):
         lines = noqa.NoqaMap.build(text)
@@ -150,15 +152,44 @@ def _check(
     provides: set[str] | None,
 ) -> list[Diagnostic]:
     with clock("nesting check"):
-        too_deep = _nesting_error(text, python_tree)
+        split = _split(text) if python_tree is None else None
+        too_deep = split[1] if split is not None else _nesting_error(text, python_tree)
     if too_deep is not None:
         return [too_deep]
     with _recursion_limit(_RULES_RECURSION_LIMIT):
-        return _parse_and_run(text, rules, describe_line, clock, project, provides)
+        return _parse_and_run(text, split[0] if split is not None else None, rules, describe_line, clock, project, provides)
+
+
+def _split(text: str) -> tuple[list[str], Diagnostic | None] | None:
+    """The pieces a file is parsed in (`ray_lint.pieces`), and the error for a node nested too deeply: the
+    one a walk of the whole file's tree finds first (it takes the last statement first). None when the
+    file must be parsed whole."""
+    found = pieces.split(text, lambda tree, piece: _first_node_deeper_than(tree, MAX_NESTING, piece))
+    if found is None:
+        return None
+    deepest, first_line = None, 1
+    for piece, (line, column) in found:
+        if line:
+            deepest = _too_deep(first_line + line - 1, column)
+        first_line += piece.count("\n")
+    return [piece for piece, _ in found], deepest
+
+
+def _parse(text: str, split: list[str] | None) -> cst.Module:
+    """libcst's tree of the file, put together from its pieces where it has several."""
+    if split is not None and len(split) > 1:
+        try:
+            module = pieces.parse(split)
+        except Exception:  # a piece libcst rejects: the whole file's parse says why
+            module = None
+        if module is not None:
+            return module
+    return cst.parse_module(text)
 
 
 def _parse_and_run(
     text: str,
+    split: list[str] | None,
     rules: list[Rule],
     describe_line: Callable[[int], str],
     clock: Clock,
@@ -167,7 +198,7 @@ def _parse_and_run(
 ) -> list[Diagnostic]:
     try:
         with clock("parse"):
-            module = cst.parse_module(text)
+            module = _parse(text, split)
     except cst.ParserSyntaxError as error:
         return [_syntax_error(text, error)]
     except (RecursionError, MemoryError):
@@ -191,19 +222,38 @@ def _parse_and_run(
 
 
 def _run_rules(model: SemanticModel, rules: list[Rule], describe_line: Callable[[int], str], clock: Clock) -> list[Diagnostic]:
-    diagnostics: list[Diagnostic] = []
+    """Run every rule, then place all their findings with one pass over the module (`Positions.locate`)."""
+    checked: list[tuple[Rule, Context | None, list[Diagnostic]]] = []
     for rule in rules:
         ctx = Context(model, rule.settings, describe_line)
         try:
             with clock(rule.code):
                 rule.check(ctx)
-            with clock("positions and fixes"):
-                diagnostics.extend(_to_diagnostic(rule, report, ctx) for report in ctx.reports)
+            checked.append((rule, ctx, []))
         except Exception as error:
-            diagnostics.append(
-                file_error(f"{INTERNAL_ERROR} in rule {rule.code} ({rule.name}): {type(error).__name__}: {error}")
-            )
-    return _one_per_problem(diagnostics, rules)
+            checked.append((rule, None, [_rule_error(rule, error)]))
+    with clock("positions and fixes"):
+        with suppress(Exception):  # a failure shows again, as each rule's, when its findings are placed
+            model.locate(node for _, ctx, _ in checked if ctx is not None for report in ctx.reports for node in _located(report))
+        for rule, ctx, diagnostics in checked:
+            if ctx is None:
+                continue
+            try:
+                diagnostics.extend(_to_diagnostic(rule, report, ctx) for report in ctx.reports)
+            except Exception as error:
+                diagnostics.append(_rule_error(rule, error))
+    return _one_per_problem([d for _, _, diagnostics in checked for d in diagnostics], rules)
+
+
+def _rule_error(rule: Rule, error: Exception) -> Diagnostic:
+    return file_error(f"{INTERNAL_ERROR} in rule {rule.code} ({rule.name}): {type(error).__name__}: {error}")
+
+
+def _located(report: Report) -> Iterator[cst.CSTNode]:
+    """The nodes whose positions a finding needs: its own, and those its fix replaces."""
+    yield report.node
+    if report.fix is not None:
+        yield from (node for node, _ in report.fix.replacements)
 
 
 def _one_per_problem(diagnostics: list[Diagnostic], rules: list[Rule]) -> list[Diagnostic]:
@@ -229,7 +279,7 @@ def _nesting_error(text: str, tree: ast.Module | None) -> Diagnostic | None:
     running Python's. `tree` is CPython's parse when the caller has one (flake8 hands plugins theirs)."""
     if tree is None:
         try:
-            tree = _python_parse(text)
+            tree = python_parse(text)
         except (RecursionError, MemoryError):
             return file_error(f"syntax error: nested too deeply for Python's parser; ray-lint lints up to {MAX_NESTING} levels")
         except SyntaxError as error:
@@ -239,16 +289,11 @@ def _nesting_error(text: str, tree: ast.Module | None) -> Diagnostic | None:
         except ValueError:  # NUL bytes: libcst reports them
             return None
     line, column = _first_node_deeper_than(tree, MAX_NESTING, text)
-    if line:
-        return file_error(f"nested more than {MAX_NESTING} levels deep; not linted (libcst's parse time grows with the cube of the depth)", line, column + 1)
-    return None
+    return _too_deep(line, column) if line else None
 
 
-def _python_parse(text: str) -> ast.Module:
-    """CPython's parse, quietly: its SyntaxWarnings (`x is 1`) are Python's to give when the code runs."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return ast.parse(text)
+def _too_deep(line: int, column: int) -> Diagnostic:
+    return file_error(f"nested more than {MAX_NESTING} levels deep; not linted (libcst's parse time grows with the cube of the depth)", line, column + 1)
 
 
 def _first_node_deeper_than(tree: ast.AST, limit: int, text: str) -> tuple[int, int]:
@@ -288,7 +333,7 @@ def _recursion_limit(limit: int) -> Iterator[None]:
 def _syntax_error(text: str, error: cst.ParserSyntaxError) -> Diagnostic:
     """Python's own message and position where it has one (they are clearer than libcst's)."""
     try:
-        _python_parse(text)
+        python_parse(text)
     except SyntaxError as python_error:
         return file_error(f"syntax error: {python_error.msg}", python_error.lineno or 1, python_error.offset or 1)
     except (ValueError, RecursionError, MemoryError):
@@ -313,23 +358,6 @@ def _to_diagnostic(rule: Rule, report: Report, ctx: Context) -> Diagnostic:
 
 
 # ---------------------------------------------------------------------------- fixes
-
-
-def parses(text: str, original: str) -> bool:
-    """Whether fixed text is still Python: libcst must parse it, and so must `ast` where it parsed the original."""
-    try:
-        cst.parse_module(text)
-    except Exception:
-        return False
-    try:
-        _python_parse(original)
-    except (SyntaxError, ValueError, RecursionError):
-        return True
-    try:
-        _python_parse(text)
-    except (SyntaxError, ValueError, RecursionError):
-        return False
-    return True
 
 
 @dataclass

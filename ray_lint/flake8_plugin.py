@@ -108,7 +108,7 @@ class RayLintPlugin:
             _warn_once(str(error))  # also on stderr: a `--select` without RAY000 would hide it
             return [file_error(str(error))]
         rules = [rule for rule in settings.rules_for(path) if rule.code not in self.flake8_skips]
-        return lint_in_project("".join(self.lines), path, rules, self.resolver, line_noqa=False, python_tree=self.tree)
+        return lint_in_project("".join(self.lines), path, rules, self.resolver, noqa_comments="caller", python_tree=self.tree)
 
 
 @functools.cache

@@ -28,9 +28,10 @@ from pygls.workspace.position_codec import ServerTextPosition, ServerTextRange
 from ray_lint import __version__, noqa
 from ray_lint.api import RunOptions, forget_project_facts, lint_document
 from ray_lint.config import CONFIG_FILES, ConfigError, Resolver, check_layer, parse_layer
-from ray_lint.diagnostics import FILE_ERROR_CODE, Applicability, Diagnostic, Edit, FileResult, Position, Severity, file_error
+from ray_lint.diagnostics import FILE_ERROR_CODE, Applicability, Diagnostic, Edit, Position, Severity, file_error
 from ray_lint.docs import render_rule
 from ray_lint.notebook import CellsChanged, Notebook
+from ray_lint.results import FileResult
 from ray_lint.rule import rule_by_code_or_name
 from ray_lint.source import Source
 
@@ -155,7 +156,7 @@ class RayLintServer(LanguageServer):
             return FileResult(path=str(path), diagnostics=[file_error(f"configuration error: {error}")])
         if skip_excluded and settings.is_excluded(path.absolute()):
             return FileResult(path=str(path), source=source.text, notebook=source.notebook)
-        return lint_document(source, path, settings, self.resolver, options or RunOptions(noqa_lines=False))
+        return lint_document(source, path, settings, self.resolver, options or RunOptions(noqa_comments="honour-only"))
 
     def reload_configuration(self) -> None:
         """Forget every resolved config file and lint the open documents again."""
@@ -352,12 +353,8 @@ def _quick_fixes(document: TextDocument, diagnostic: Diagnostic) -> list[types.C
             )
         )
     if diagnostic.code != FILE_ERROR_CODE:
-        line = diagnostic.noqa_line or noqa.NoqaMap.build(document.source).noqa_line(diagnostic.start.line)
-        annotated, changed = noqa.add_noqa(document.source, {line: {diagnostic.code}})
-        if changed:
-            new_line = noqa.LINE_SPLIT.split(annotated)[line - 1]
-            old_line = noqa.LINE_SPLIT.split(document.source)[line - 1]
-            edit = Edit(Position(line, 1), Position(line, len(old_line) + 1), new_line)
+        edit = noqa.disable_for_line(document.source, diagnostic)
+        if edit is not None:
             actions.append(
                 types.CodeAction(
                     title=f"Disable {diagnostic.code} for this line",

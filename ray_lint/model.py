@@ -15,18 +15,19 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from bisect import bisect_left
 from collections import defaultdict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Literal, Union
+from operator import attrgetter
+from typing import Any, Literal, Protocol, TypeVar, Union
 
 import libcst as cst
 from libcst.metadata import CodeRange
 
 from ray_lint.positions import Positions
 from ray_lint.project import CallShape, ProjectFacts
-from ray_lint.sizes import LARGE_MARKER, Size, SizeFolder
 
 ScopeKind = Literal["module", "function", "lambda", "class", "comprehension"]
 LoopKind = Literal["for", "while", "comprehension"]
@@ -55,6 +56,9 @@ _fields_cache: dict[type, tuple[str, ...]] = {}
 
 TIMERS = ("time.time", "time.perf_counter", "time.monotonic", "time.time_ns", "time.perf_counter_ns", "time.monotonic_ns")
 _EXITS = (cst.Break, cst.Return, cst.Raise)
+# A line that says `# ray-lint: large` marks the values it binds as large (`ray_lint.sizes` reads the marks).
+LARGE_MARKER = "ray-lint: large"
+AnalysisT = TypeVar("AnalysisT")
 AFTER_ALL = 1 << 62  # an event number after every other: a name then resolves to its last binding in the scope
 ALL_CORES = math.inf  # a thread count that means "one per core of the node"
 CPU_COUNT_FUNCTIONS = frozenset({"os.cpu_count", "multiprocessing.cpu_count", "psutil.cpu_count", "joblib.cpu_count"})
@@ -102,6 +106,21 @@ CONTAINER_MUTATORS = frozenset(
         "remove", "discard", "clear", "add", "sort", "reverse",
     }
 )
+
+
+class _Event(Protocol):
+    index: int
+
+
+_E = TypeVar("_E", bound=_Event)
+_event = attrgetter("index")
+
+
+def between(records: Sequence[_E], start: int, end: int) -> Sequence[_E]:
+    """The records of a list kept in event order (bindings, calls, stores) numbered in [start, end): two
+    binary searches, where a filter over the whole list would make a query per loop or function cost
+    the size of the file."""
+    return records[bisect_left(records, start, key=_event) : bisect_left(records, end, key=_event)]
 
 
 def child_nodes(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
@@ -194,14 +213,19 @@ def root_name(expr: cst.BaseExpression) -> str | None:
     return expr.value if isinstance(expr, cst.Name) else None
 
 
-@dataclass(eq=False, repr=False)
+# Scopes, loops, bindings, calls and stores number hundreds of thousands in a long file: slots keep them small.
+@dataclass(eq=False, repr=False, slots=True)
 class Scope:
     kind: ScopeKind
     node: cst.CSTNode
     parent: Scope | None
     is_async: bool = False
-    bindings: dict[str, list[Binding]] = field(default_factory=lambda: defaultdict(list))
+    bindings: dict[str, list[Binding]] = field(default_factory=lambda: defaultdict(list))  # each list in event order
     globals: set[str] = field(default_factory=set)
+    start: int = 0  # the events of its code, nested scopes' included: [start, end)
+    end: int = AFTER_ALL
+    first: int = 0  # its place in `SemanticModel.scopes`; the scopes nested in it follow it, up to `last`
+    last: int = 1 << 62
 
     @property
     def function(self) -> Scope | None:
@@ -212,7 +236,7 @@ class Scope:
         return scope if scope is not None and scope.kind in ("function", "lambda") else None
 
 
-@dataclass(eq=False, repr=False)
+@dataclass(eq=False, repr=False, slots=True)
 class Loop:
     kind: LoopKind
     node: cst.For | cst.While | Comprehension
@@ -231,7 +255,7 @@ class Loop:
             other = other.parent
         return False
 
-@dataclass(eq=False, repr=False)
+@dataclass(eq=False, repr=False, slots=True)
 class Binding:
     name: str
     kind: BindingKind
@@ -245,7 +269,7 @@ class Binding:
     statement: cst.CSTNode | None = None  # the statement that binds it
 
 
-@dataclass(eq=False, repr=False)
+@dataclass(eq=False, repr=False, slots=True)
 class CallSite:
     node: cst.Call
     scope: Scope
@@ -254,7 +278,7 @@ class CallSite:
     statement: cst.CSTNode | None
 
 
-@dataclass(eq=False, repr=False)
+@dataclass(eq=False, repr=False, slots=True)
 class Store:
     """A write through an attribute or subscript target: `a.b = v`, `a[k] += v`, `del a.b`."""
 
@@ -388,11 +412,16 @@ class SemanticModel:
         self._class_by_node: dict[int, ClassInfo] = {}
         self._function_by_node: dict[int, FunctionInfo] = {}
         self.stores: list[Store] = []
+        self.bindings: list[Binding] = []  # every scope's, in event order
+        self._definitions: dict[int, Binding] = {}  # id of a def or class -> the binding of its name
+        self._names_bound: dict[int, frozenset[str]] = {}
+        self._methods: dict[int, dict[str, FunctionInfo]] = {}
+        self._attributes_stored: dict[int, set[str | None]] = {}
         self._positions: Positions | None = None
         self._loop_results: dict[tuple[int, tuple[str, ...], frozenset[str]], LoopResults] = {}
         self._calls_to: dict[str, tuple[CallSite, ...]] = {}
         self.marked_large: set[int] = set()  # ids of statements on a line that says `# ray-lint: large`
-        self._sizes: SizeFolder | None = None
+        self._analyses: dict[Callable[[SemanticModel], Any], Any] = {}
         _Walker(self).run()
 
     # ------------------------------------------------------------------ names
@@ -400,7 +429,8 @@ class SemanticModel:
     def reaching_binding(self, name: str, scope: Scope, at: int) -> Binding | None:
         """The binding of `name` visible at event `at` in `scope`: in the same scope, the last one before
         `at`; in an enclosing scope (code that runs later, such as a function body), the last one before
-        `at` or else the last one of all."""
+        `at` or else the last one of all. A binary search of the scope's bindings of the name, which are in
+        event order: a scan made each lookup cost the file's size where a name is bound once per block."""
         current: Scope | None = scope
         same_scope = True
         while current is not None:
@@ -411,9 +441,9 @@ class SemanticModel:
                 current, same_scope = self.module_scope, False
             bindings = current.bindings.get(name)
             if bindings:
-                before = [b for b in bindings if b.index < at]
+                before = bisect_left(bindings, at, key=_event)  # how many come before `at`
                 if before:
-                    return before[-1]
+                    return bindings[before - 1]
                 return None if same_scope else bindings[-1]
             current, same_scope = current.parent, False
         return None
@@ -633,9 +663,13 @@ class SemanticModel:
             return self.remote_def_of(binding.value, binding.scope, binding.index, _depth + 1)
         return None
 
+    def definition_binding(self, node: cst.FunctionDef | cst.ClassDef) -> Binding | None:
+        """The binding a `def` or `class` makes of its name."""
+        return self._definitions.get(id(node))
+
     def _definition_index(self, node: cst.FunctionDef | cst.ClassDef, scope: Scope) -> int:
-        bindings = scope.bindings.get(node.name.value, [])
-        return next((b.index for b in bindings if b.node is node), AFTER_ALL)
+        binding = self.definition_binding(node)
+        return binding.index if binding is not None and binding.scope is scope else AFTER_ALL
 
     # ------------------------------------------------------------------ what remote code runs and requests
 
@@ -718,8 +752,10 @@ class SemanticModel:
 
     def method(self, cls: ClassInfo, name: str) -> FunctionInfo | None:
         """The method `name` defined in the body of `cls` (the last definition wins, as in Python)."""
-        found = [m for m in cls.methods if m.node.name.value == name]
-        return found[-1] if found else None
+        methods = self._methods.get(id(cls))
+        if methods is None:
+            methods = self._methods[id(cls)] = {m.node.name.value: m for m in cls.methods}
+        return methods.get(name)
 
     def mutates_state(self, method: FunctionInfo, _seen: frozenset[int] = frozenset()) -> bool:
         """Whether an actor method leaves state behind for the next call: it assigns or deletes through
@@ -730,11 +766,11 @@ class SemanticModel:
         if method.owner is None or not positional:
             return False
         this = positional[0].name.value
-        inside = [s for s in self.scopes if scope_within(s, method.scope)]
+        own = method.scope
+        inside = self.scopes[own.first : own.last]  # the method's scope and those nested in it
         if any(scope.globals for scope in inside):
             return True
-        inside_ids = {id(scope) for scope in inside}
-        if any(id(store.scope) in inside_ids and root_name(store.target) == this for store in self.stores):
+        if any(root_name(store.target) == this for store in between(self.stores, own.start, own.end)):
             return True
         holders = {this} | {  # local names that alias something reached from self: `buf = self.buf`
             name
@@ -742,9 +778,7 @@ class SemanticModel:
             for name, bindings in scope.bindings.items()
             if any(b.value is not None and not isinstance(b.value, cst.Name) and root_name(b.value) == this for b in bindings)
         }
-        for site in self.calls:
-            if id(site.scope) not in inside_ids:
-                continue
+        for site in between(self.calls, own.start, own.end):
             func = site.node.func
             if isinstance(func, cst.Name) and func.value == "setattr":
                 return True
@@ -809,14 +843,17 @@ class SemanticModel:
                 return Submission("actor-method", call, actor, receiver.value, receiver.attr.value)
         return Submission("unknown", call)
 
-    def looped_submissions(self, kind: Literal["task", "actor-method"]) -> Iterator[tuple[CallSite, Submission, RemoteDef]]:
-        """Each `.remote(...)` call inside a loop that submits a `kind` defined in this module, with what it
-        submits and that task's function or that actor's class."""
+    def looped_submissions(
+        self, *kinds: Literal["task", "actor-create", "actor-method"]
+    ) -> Iterator[tuple[CallSite, Submission, RemoteDef]]:
+        """Each `.remote(...)` call inside a loop that submits one of `kinds` defined in this module (a task,
+        an actor's creation, an actor method call), with what it submits and that task's function or that
+        actor's class."""
         for site in self.calls_by_tail.get("remote", ()):
             if site.loop is None:
                 continue
             submission = self.submission(site.node)
-            if submission is None or submission.kind != kind or submission.remote is None:
+            if submission is None or submission.kind not in kinds or submission.remote is None:
                 continue
             yield site, submission, submission.remote
 
@@ -904,16 +941,8 @@ class SemanticModel:
     def appends_to(self, binding: Binding) -> list[tuple[CallSite, cst.BaseExpression]]:
         """Each later `name.append(value)` (one argument) on the value `binding` bound, with the value."""
         found: list[tuple[CallSite, cst.BaseExpression]] = []
-        for site in self.calls_by_tail.get("append", ()):
-            func = site.node.func
-            if (
-                isinstance(func, cst.Attribute)
-                and isinstance(func.value, cst.Name)
-                and func.value.value == binding.name
-                and site.index > binding.index
-                and len(site.node.args) == 1
-                and self.reaching_binding(binding.name, site.scope, site.index) is binding
-            ):
+        for site in between(self._appends.get(binding.name, []), binding.index + 1, AFTER_ALL):
+            if len(site.node.args) == 1 and self.reaching_binding(binding.name, site.scope, site.index) is binding:
                 found.append((site, site.node.args[0].value))
         return found
 
@@ -921,12 +950,20 @@ class SemanticModel:
         """Each `name.append(...)` call in the function's body (its comprehensions included), as
         (receiver, appended value; None unless the call has exactly one argument)."""
         found: list[tuple[cst.Name, cst.BaseExpression | None]] = []
+        for site in self._appends.get(name, ()):
+            if site.scope.function is function:
+                receiver = site.node.func.value  # type: ignore[attr-defined]
+                found.append((receiver, site.node.args[0].value if len(site.node.args) == 1 else None))
+        return found
+
+    @cached_property
+    def _appends(self) -> dict[str, list[CallSite]]:
+        """`name.append(...)` calls by the receiver's name, in event order."""
+        found: dict[str, list[CallSite]] = defaultdict(list)
         for site in self.calls_by_tail.get("append", ()):
             func = site.node.func
-            if not (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == name):
-                continue
-            if site.scope.function is function:
-                found.append((func.value, site.node.args[0].value if len(site.node.args) == 1 else None))
+            if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name):
+                found[func.value.value].append(site)
         return found
 
     @cached_property
@@ -963,15 +1000,17 @@ class SemanticModel:
                 return max(0, bounds[1] - bounds[0])
         return None
 
-    def names_bound_in(self, loop: Loop) -> set[str]:
-        """Names the loop binds in its body or target: what can change from one iteration to the next."""
-        return {
-            name
-            for scope in self.scopes
-            if scope is loop.scope or (scope.kind == "comprehension" and scope_within(scope, loop.scope))
-            for name, bindings in scope.bindings.items()
-            if any(loop.contains_index(b.index) or (b.kind == "loop-target" and b.loop is loop) for b in bindings)
-        }
+    def names_bound_in(self, loop: Loop) -> frozenset[str]:
+        """Names the loop binds in its body or target (in its own scope or a comprehension's within it):
+        what can change from one iteration to the next. Computed once per loop (rules ask for each call)."""
+        names = self._names_bound.get(id(loop))
+        if names is None:
+            names = self._names_bound[id(loop)] = frozenset(
+                b.name
+                for b in between(self.bindings, loop.start, loop.end)  # the target's binding is in the body's events
+                if b.scope is loop.scope or (b.scope.kind == "comprehension" and scope_within(b.scope, loop.scope))
+            )
+        return names
 
     def sequential_by_design(self, loop: Loop, waiting: CallSite, results: LoopResults | None = None) -> bool:
         """Whether a loop waits for one call at a time on purpose: it always exits in its first
@@ -990,7 +1029,7 @@ class SemanticModel:
             return True
         if isinstance(loop.node, cst.While) and is_true(loop.node.test) and not has_exit(loop.node.body):
             return True
-        timers = [site.index for name in TIMERS for site in self.calls_to(name) if loop.contains_index(site.index)]
+        timers = [site.index for name in TIMERS for site in between(self.calls_to(name), loop.start, loop.end)]
         if any(i < waiting.index for i in timers) and any(i > waiting.index for i in timers):
             return True
         facts = results or self.loop_results(loop)
@@ -1031,20 +1070,23 @@ class SemanticModel:
         binds and no attribute the loop assigns (`self.buffer`, `handles[0]`, `get_queue()`)."""
         if names_read(expr) & self.names_bound_in(loop):
             return False
-        stored = {dotted_name(s.target) for s in self.stores if loop.contains_index(s.index) and isinstance(s.target, cst.Attribute)}
+        stored = self._attributes_stored.get(id(loop))
+        if stored is None:
+            stored = self._attributes_stored[id(loop)] = {
+                dotted_name(s.target) for s in between(self.stores, loop.start, loop.end) if isinstance(s.target, cst.Attribute)
+            }
         return not keys_read(expr) & stored
 
     def carried_names(self, loop: Loop, names: set[str], at: int) -> set[str]:
         """Of `names` read at event `at` inside `loop`, those whose value there comes from the previous
         iteration: bound later in the body, and not earlier in the same iteration."""
         carried = set()
+        at = min(max(at, loop.start), loop.end)
         for name in names:
-            indices = [
-                b.index
-                for b in loop.scope.bindings.get(name, ())
-                if loop.contains_index(b.index) and b.kind != "loop-target"
-            ]
-            if indices and not any(i < at for i in indices) and any(i >= at for i in indices):
+            bindings = loop.scope.bindings.get(name, [])
+            if any(b.kind != "loop-target" for b in between(bindings, at, loop.end)) and not any(
+                b.kind != "loop-target" for b in between(bindings, loop.start, at)
+            ):
                 carried.add(name)
         return carried
 
@@ -1059,11 +1101,13 @@ class SemanticModel:
             results = self._loop_results[key] = LoopResults(self, loop, get_functions, helpers)
         return results
 
-    def size_of(self, expr: cst.BaseExpression, scope: Scope, at: int) -> Size | None:
-        """The size of the object `expr` holds, when the code makes it certain (see `ray_lint.sizes`)."""
-        if self._sizes is None:
-            self._sizes = SizeFolder(self)
-        return self._sizes.size_of(expr, scope, at)
+    def analysis(self, kind: Callable[[SemanticModel], AnalysisT]) -> AnalysisT:
+        """The one instance of an analysis layered on this model (`sizes.SizeFolder`, ...), made on first use
+        and dropped by `close`: the model keeps the analyses' memos without knowing them."""
+        found = self._analyses.get(kind)
+        if found is None:
+            found = self._analyses[kind] = kind(self)
+        return found  # type: ignore[no-any-return]
 
     def close(self) -> None:
         """Break the model's back-references (a binding's scope, a loop's results), so that the file's
@@ -1072,7 +1116,7 @@ class SemanticModel:
         for scope in self.scopes:
             scope.bindings.clear()
         self._loop_results.clear()
-        self._sizes = None
+        self._analyses.clear()
 
     # ------------------------------------------------------------------ positions
 
@@ -1080,6 +1124,10 @@ class SemanticModel:
         """Line and column range of `node`. Positions cost a code-generation pass over the module, so they
         are computed once, on the first call, and only for files that report something."""
         return self._positioned[node]
+
+    def locate(self, nodes: Iterable[cst.CSTNode]) -> None:
+        """Work out the positions of `nodes` (a file's findings) in one pass that keeps no other node's."""
+        self._positioned.locate(nodes)
 
     def source_of(self, node: cst.CSTNode) -> str:
         """The node's text as it stands in the file (over the span `position` gives). Unlike libcst's
@@ -1422,9 +1470,11 @@ class _Walker:
     ) -> None:
         self.index += 1
         scope = self.model.module_scope if name in self.scope.globals else self.scope
-        scope.bindings[name].append(
-            Binding(name, kind, scope, self.index, node, value, imported, self.loop, source, self.statement)
-        )
+        binding = Binding(name, kind, scope, self.index, node, value, imported, self.loop, source, self.statement)
+        scope.bindings[name].append(binding)
+        self.model.bindings.append(binding)
+        if kind in ("def", "class"):
+            self.model._definitions[id(node)] = binding
 
     def bind_target(
         self,
@@ -1483,12 +1533,14 @@ class _Walker:
     def _enter_scope(self, kind: ScopeKind, node: cst.CSTNode, is_async: bool = False) -> _Action:
         """Open a scope (and, for functions, a fresh loop context); returns the action that closes it."""
         outer_scope, outer_loop, outer_owner = self.scope, self.loop, self.owner
-        self.scope = Scope(kind, node, outer_scope, is_async)
-        self.model.scopes.append(self.scope)
+        scopes = self.model.scopes
+        scope = self.scope = Scope(kind, node, outer_scope, is_async, start=self.index + 1, first=len(scopes))
+        scopes.append(scope)
         if kind in ("function", "lambda", "class"):
             self.loop = None
 
         def leave() -> None:
+            scope.end, scope.last = self.index + 1, len(scopes)
             self.scope, self.loop, self.owner = outer_scope, outer_loop, outer_owner
 
         return leave

@@ -15,6 +15,14 @@ import io
 import re
 import tokenize
 from dataclasses import dataclass
+from typing import Literal
+
+from ray_lint.diagnostics import Diagnostic, Edit, Position
+
+# Who reads a file's line `# noqa` comments (`engine.lint_text`): "honour" drops what they suppress and
+# gives each finding the line its `# noqa` would go on; "honour-only" drops what they suppress (no lines:
+# they cost a tokenize pass); "caller" leaves them to the caller (flake8 reads them itself).
+Handling = Literal["honour", "honour-only", "caller"]
 
 # flake8's own pattern (flake8/defaults.py), so that a comment means the same to both tools.
 NOQA_INLINE = re.compile(r"# noqa(?::[\s]?(?P<codes>([A-Z]+[0-9]+(?:[,\s]+)?)+))?", re.IGNORECASE)
@@ -129,3 +137,14 @@ def add_noqa(text: str, codes_by_line: dict[int, set[str]]) -> tuple[str, int]:
         if index < len(endings):
             out.append(endings[index])
     return "".join(out), changed
+
+
+def disable_for_line(text: str, diagnostic: Diagnostic) -> Edit | None:
+    """The edit that adds (or extends) the `# noqa` silencing `diagnostic`: one line rewritten, or None when
+    no comment can go there (a line continuation) or one already covers it."""
+    line = diagnostic.noqa_line or NoqaMap.build(text).noqa_line(diagnostic.start.line)
+    annotated, changed = add_noqa(text, {line: {diagnostic.code}})
+    if not changed:
+        return None
+    old_line = LINE_SPLIT.split(text)[line - 1]
+    return Edit(Position(line, 1), Position(line, len(old_line) + 1), LINE_SPLIT.split(annotated)[line - 1])

@@ -6,11 +6,17 @@ a third of the time of linting a file that has findings. This pass keeps a runni
 and a pair of ints per node instead, and turns only the nodes asked for into lines and columns. Which
 span a node gets follows libcst's rules exactly (the syntactic span where the node records one, else
 the span including its whitespace); a test compares every node of real files with `PositionProvider`.
+
+The engine asks for the nodes of all findings at once (`Positions.locate`): one pass then keeps their
+spans only, so a file of 140,000 lines holds a span per finding, not one per node (two million, which
+cost more memory than the tree). A node asked for without that (a rule that names a line in its
+message) gets a pass that keeps every span, once.
 """
 
 from __future__ import annotations
 
 from bisect import bisect_right
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import libcst as cst
@@ -23,11 +29,15 @@ from ray_lint.diagnostics import line_offsets
 @dataclass
 class _OffsetState(CodegenState):
     """A code-generation state that records each node's span as character offsets, keyed by the node's
-    id (a CSTNode's own `__hash__` is a Python call; the module keeps every node alive meanwhile)."""
+    id (a CSTNode's own `__hash__` is a Python call; the module keeps every node alive meanwhile).
+    With `wanted`, `found` gets the spans of those nodes only, and `spans` (which syntactic spans read
+    their first and last child's from) holds one top-level statement's at a time."""
 
     spans: dict[int, tuple[int, int]] = field(default_factory=dict)
     offset: int = 0
     starts: list[int] = field(default_factory=list)
+    wanted: set[int] | None = None
+    found: dict[int, tuple[int, int]] = field(default_factory=dict)
 
     def add_indent_tokens(self) -> None:
         self.tokens.extend(self.indent_tokens)
@@ -48,6 +58,11 @@ class _OffsetState(CodegenState):
         key = id(node)
         if key not in self.spans:  # a syntactic span, recorded while the node was generated, wins
             self.spans[key] = (start, self.offset)
+        if self.wanted is not None:
+            if key in self.wanted:
+                self.found[key] = self.spans[key]
+            if len(self.starts) == 1:  # a statement of the module is done: no later span refers to its nodes
+                self.spans.clear()
 
     def record_syntactic_position(  # type: ignore[override]
         self, node: cst.CSTNode, *, start_node: cst.CSTNode | None = None, end_node: cst.CSTNode | None = None
@@ -76,30 +91,65 @@ class _SyntacticSpan:
 
 
 class Positions:
-    """`positions[node]`: the node's `CodeRange`, as libcst's `PositionProvider` gives it."""
+    """`positions[node]`: the node's `CodeRange`, as libcst's `PositionProvider` gives it. Nothing is
+    generated until a span or a line is asked for."""
 
     def __init__(self, module: cst.Module) -> None:
-        state = _OffsetState(default_indent=module.default_indent, default_newline=module.default_newline)
-        module._codegen(state)
         self._module = module  # keeps the nodes, whose ids key the spans, alive
-        self._spans = state.spans
-        self.text = "".join(state.tokens)  # the module's source, as the offsets count it
-        self._line_starts = line_offsets(self.text)
+        self._spans: dict[int, tuple[int, int]] = {}
+        self._complete = False  # whether `_spans` holds every node's
+        self._text: str | None = None
+        self._line_starts: list[int] = []
+
+    def locate(self, nodes: Iterable[cst.CSTNode]) -> None:
+        """Work out the spans of `nodes` (those of a file's findings and their fixes) in one pass that
+        keeps no other."""
+        wanted = {id(node) for node in nodes}.difference(self._spans)
+        if wanted and not self._complete:
+            self._generate(wanted)
 
     def __getitem__(self, node: cst.CSTNode) -> CodeRange:
-        start, end = self._spans[id(node)]
+        start, end = self._span(node)
         return CodeRange(self._position(start), self._position(end))
 
     def source(self, node: cst.CSTNode) -> str:
         """The node's text as it stands in the file, continuation lines' indentation included."""
-        start, end = self._spans[id(node)]
+        start, end = self._span(node)
         return self.text[start:end]
+
+    @property
+    def text(self) -> str:
+        """The module's source, as the offsets count it."""
+        if self._text is None:
+            self._generate(set())
+        assert self._text is not None
+        return self._text
 
     def line(self, number: int) -> str:
         """Line `number` (1-based) of the file, with its line break."""
+        text = self.text
         start = self._line_starts[number - 1]
-        end = self._line_starts[number] if number < len(self._line_starts) else len(self.text)
-        return self.text[start:end]
+        end = self._line_starts[number] if number < len(self._line_starts) else len(text)
+        return text[start:end]
+
+    def _span(self, node: cst.CSTNode) -> tuple[int, int]:
+        span = self._spans.get(id(node))
+        if span is None and not self._complete:
+            self._generate(None)
+        return span or self._spans[id(node)]
+
+    def _generate(self, wanted: set[int] | None) -> None:
+        """One code-generation pass that keeps the spans of `wanted`, or of every node (None)."""
+        module = self._module
+        state = _OffsetState(default_indent=module.default_indent, default_newline=module.default_newline, wanted=wanted)
+        module._codegen(state)
+        if wanted is None:
+            self._spans, self._complete = state.spans, True
+        else:
+            self._spans.update(state.found)
+        if self._text is None:
+            self._text = "".join(state.tokens)
+            self._line_starts = line_offsets(self._text)
 
     def __len__(self) -> int:
         return len(self._spans)

@@ -15,8 +15,8 @@ from ray_lint.diagnostics import Applicability, Edit, Fix, Position, Severity
 if TYPE_CHECKING:  # the registry loads without libcst: a full cache hit never parses (rule modules import it)
     import libcst as cst
 
+    from ray_lint.experiment import Experiment
     from ray_lint.model import SemanticModel
-    from ray_lint.verify.experiment import Experiment
 
 CODE_PATTERN = re.compile(r"RAY\d{3}")
 NAME_PATTERN = re.compile(r"[a-z][a-z0-9]*(-[a-z0-9]+)*")
@@ -80,7 +80,7 @@ class Report:
     node: cst.CSTNode
     message: str
     fix: FixPlan | None = None
-    facts: dict[str, Any] = field(default_factory=dict)
+    facts: Any = None  # for the rule's experiment
     unless: tuple[str, ...] = ()
     requires: tuple[str, ...] = ()
 
@@ -108,18 +108,19 @@ class Context:
         node: cst.CSTNode,
         message: str,
         fix: FixPlan | None = None,
-        facts: dict[str, Any] | None = None,
+        facts: Any = None,
         unless: tuple[str, ...] = (),
         requires: tuple[str, ...] = (),
     ) -> None:
-        """Report `node`; `facts` are what the rule knows statically, for the rule's experiment; `unless` are
+        """Report `node`; `facts` are what the rule knows statically, for the rule's experiment (a value of the
+        type it declares, `Experiment.facts_type`; rules without an experiment give none); `unless` are
         project facts (`ray_lint.project`) any one of which makes the finding wrong, `requires` facts one of
         which it needs. Where the model has the project's facts they decide now; else the finding carries them."""
         project = self.model.project
         if project is None:
-            self.reports.append(Report(node, message, fix, facts or {}, unless, requires))
+            self.reports.append(Report(node, message, fix, facts, unless, requires))
         elif project.keeps(unless, requires):
-            self.reports.append(Report(node, message, fix, facts or {}))
+            self.reports.append(Report(node, message, fix, facts))
 
     def line_of(self, node: cst.CSTNode) -> str:
         """Where a node is, for a message: "line 12", or "cell 3, line 4" in a notebook."""

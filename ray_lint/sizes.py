@@ -10,16 +10,12 @@ buffer, or a lower bound of a list's pickle.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import libcst as cst
 
+from ray_lint.model import LARGE_MARKER, Scope, SemanticModel
 from ray_lint.rule import Option
 
-if TYPE_CHECKING:
-    from ray_lint.model import Scope, SemanticModel
-
-LARGE_MARKER = "ray-lint: large"
 # Pre-filter tokens of a file that may hold an allocation this module can fold.
 ALLOCATION_TOKENS = (
     "zeros", "ones(", "ones_like", "empty(", "empty_like", "full(", "full_like", "rand(", "randn(", "randint(",
@@ -97,7 +93,7 @@ def threshold_bytes(settings: dict[str, object]) -> int:
 
 
 class SizeFolder:
-    """Folds sizes for one module; `SemanticModel.size_of` is the way in."""
+    """Folds sizes for one module; `size_of` is the way in."""
 
     def __init__(self, model: SemanticModel) -> None:
         self.model = model
@@ -275,3 +271,8 @@ def _pickled_scalar_size(expr: cst.BaseExpression) -> int | None:
     if isinstance(expr, cst.Name) and expr.value in ("None", "True", "False"):
         return 1
     return None
+
+
+def size_of(model: SemanticModel, expr: cst.BaseExpression, scope: Scope, at: int) -> Size | None:
+    """The size of the object `expr` holds at event `at`, when the code makes it certain."""
+    return model.analysis(SizeFolder).size_of(expr, scope, at)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import libcst as cst
 
 from ray_lint.diagnostics import Applicability, Severity
-from ray_lint.model import RemoteDef, SemanticModel
+from ray_lint.model import RemoteDef
 from ray_lint.project import given
 from ray_lint.rule import REMOTE_MADE, Context, FixPlan, Invalid, Rule, Valid
 
@@ -14,17 +14,6 @@ from ray_lint.rule import REMOTE_MADE, Context, FixPlan, Invalid, Rule, Valid
 # with any of them the default is 1 CPU held; with none, 1 CPU to be placed and 0 held.
 RESOURCE_OPTIONS = ("num_cpus", "num_gpus", "resources", "accelerator_type")
 KEYWORD = "num_cpus=1"
-
-
-def creation_in_loop(model: SemanticModel, actor: RemoteDef) -> cst.Call | None:
-    """A `Actor.remote(...)` (or `Actor.options(...).remote(...)`) call made inside a loop or comprehension."""
-    for site in model.calls_by_tail.get("remote", ()):
-        if site.loop is None:
-            continue
-        submission = model.submission(site.node)
-        if submission is not None and submission.kind == "actor-create" and submission.remote is actor:
-            return site.node
-    return None
 
 
 class ActorDefaultNumCpus(Rule):
@@ -134,7 +123,7 @@ CPUs that idle actors hold; for a lightweight actor `num_cpus=0` may be the righ
                 continue
             if any(True for option in RESOURCE_OPTIONS for _ in remote.option_values(option)):
                 continue
-            created = creation_in_loop(model, remote)
+            created = next((site.node for site, _, actor in model.looped_submissions("actor-create") if actor is remote), None)
             where = f", and {ctx.line_of(created)} creates them in a loop" if created is not None else ""
             ctx.report(
                 remote.declared_at,

@@ -3,137 +3,27 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import libcst as cst
 
 from ray_lint.diagnostics import Severity
-from ray_lint.model import CallSite, SemanticModel, iter_subtree, literal_number, literal_string
+from ray_lint.ray_api import (
+    QUANTITY_KEYWORDS,
+    RESERVED_RESOURCES,
+    dict_entries,
+    expected_to_raise,
+    keyword_arg,
+    quantity_problem,
+    resource_request_sites,
+    resources_dict,
+    value_text,
+)
 from ray_lint.rule import Context, Invalid, Rule, Valid
-
-from .resources_dict_cpu_gpu import RESERVED, ResourcesDictCpuGpu
-
-# The keyword options Ray validates as resource quantities (`_common/ray_option_utils.py`, `_resource_option`).
-QUANTITY_KEYWORDS = ("num_cpus", "num_gpus", "memory")
-# Ray keeps quantities as integers of 1/10000 (`ray._raylet.RESOURCE_UNIT_SCALING`).
-RESOURCE_UNIT_SCALING = 10000
-# Accelerators whose manager refuses any fractional quantity when the options are validated
-# (`_private/accelerators/{neuron,hpu,rbln,furiosa,mblt,ttnpu}.py`, `validate_resource_request_quantity`).
-WHOLE_ONLY = frozenset({"neuron_cores", "HPU", "RBLN", "FURIOSA", "MBLT", "TTNPU"})
-TPU_CHIP_OPTIONS = (1, 2, 4, 8)  # `_private/accelerators/tpu.py`, TPU_VALID_CHIP_OPTIONS
-# Unit-instance resources (`RAY_predefined_unit_instance_resources` and GPU) that are accepted as any
-# number by the validator, but refused above 1 unless whole when the task or actor is submitted.
-WHOLE_ABOVE_ONE = frozenset({"GPU", "NPU"})
-
-_RAY046 = ResourcesDictCpuGpu()  # its call-site and `resources=` dict lookups are the ones every resource rule needs
-
-EXPECTING = ("raises", "assertRaises", "assertRaisesRegex")  # context managers of tests that expect an error
 
 WHEN = {
     "remote": "when `ray.remote` is applied",
     "options": "at the `.options(...)` call",
     "data": "when the dataset executes",
 }
-
-
-def resource_request_sites(model: SemanticModel) -> Iterator[tuple[CallSite, str]]:
-    """Calls whose keywords Ray reads as a task's or actor's resource request, with where Ray reads them:
-    "remote" (`ray.remote(...)`), "options" (`.options(...)` of a remote function or actor class) or
-    "data" (`map_batches`, `map`, `flat_map`, `filter`, only in a file that uses Ray Data)."""
-    seen: set[int] = set()
-    data_used: bool | None = None
-    for site, where in _RAY046._calls(model):
-        if where == "init" or id(site.node) in seen:
-            continue
-        if where == "data":
-            if data_used is None:
-                data_used = uses_ray_data(model)
-            if not data_used:
-                continue
-        seen.add(id(site.node))
-        yield site, where
-
-
-def uses_ray_data(model: SemanticModel) -> bool:
-    """Whether the file imports `ray.data` or calls something in it (`ray.data.read_parquet(...)`)."""
-    if model.imports_module("ray.data"):
-        return True
-    return any((model.call_name(site) or "").startswith("ray.data.") for site in model.calls)
-
-
-def expected_to_raise(model: SemanticModel) -> set[int]:
-    """Ids of the nodes in the body of a `with pytest.raises(...)` or `with self.assertRaises(...)` block: code
-    there is meant to fail (a test of Ray's own validation)."""
-    inside: set[int] = set()
-    for tail in EXPECTING:
-        for site in model.calls_by_tail.get(tail, ()):
-            statement = site.statement
-            if not isinstance(statement, cst.With) or not any(item.item is site.node for item in statement.items):
-                continue
-            if tail == "raises" and model.call_name(site) != "pytest.raises":
-                continue
-            inside.update(id(node) for node in iter_subtree(statement.body))
-    return inside
-
-
-def keyword_arg(call: cst.Call, name: str) -> cst.Arg | None:
-    return next((a for a in call.args if a.keyword is not None and a.keyword.value == name), None)
-
-
-def resources_dict(model: SemanticModel, site: CallSite) -> tuple[cst.Arg, cst.Dict, bool] | None:
-    """The `resources=` argument of a call, its dict literal, and whether the literal is written in the call
-    (else it is a name bound once to it in the same scope)."""
-    arg = keyword_arg(site.node, "resources")
-    if arg is None:
-        return None
-    found = _RAY046._resources_dict(model, site, arg.value)
-    if found is None:
-        return None
-    return arg, found[0], found[1]
-
-
-def dict_entries(dictionary: cst.Dict) -> Iterator[tuple[str, cst.DictElement]]:
-    """The entries of a dict literal whose key is a plain string."""
-    for element in dictionary.elements:
-        if isinstance(element, cst.DictElement):
-            key = literal_string(element.key)
-            if key is not None:
-                yield key, element
-
-
-def _unwrapped(expr: cst.BaseExpression) -> cst.BaseExpression:
-    return expr.expression if isinstance(expr, cst.UnaryOperation) else expr
-
-
-def quantity_problem(name: str, value: cst.BaseExpression, keyword: bool) -> tuple[str, bool] | None:
-    """What Ray 2.60 says about `value` as the quantity of resource `name` (a keyword option when `keyword`),
-    and whether it says so only when the task or actor is submitted; None if it is accepted or not literal."""
-    if isinstance(value, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
-        if keyword:
-            return f"TypeError: The type of keyword '{name}' must be (float, int, NoneType)", False
-        return "TypeError: '<' not supported between instances of 'str' and 'int'", False
-    number = literal_number(value)
-    if number is None:
-        return None
-    is_float = isinstance(_unwrapped(value), cst.Float)
-    if number < 0:
-        return f"ValueError: The quantity of resource {name} cannot be negative", False
-    if is_float and number != 0 and int(number * RESOURCE_UNIT_SCALING) == 0:
-        return f"ValueError: The precision of the fractional quantity of resource {name} cannot go beyond 0.0001", False
-    resource = "GPU" if name == "num_gpus" else name
-    whole = number.is_integer()
-    if resource in WHOLE_ONLY and is_float and not whole:
-        return f"ValueError: {resource} resource quantity must be whole numbers", False
-    if resource == "TPU" and number not in TPU_CHIP_OPTIONS:
-        chips = value_text(value)
-        return f"ValueError: The number of requested 'TPU' was set to {chips} which is not a supported chip configuration", False
-    if resource in WHOLE_ABOVE_ONE and number > 1 and not whole:
-        return f"ValueError: {resource} resource quantities >1 must be whole numbers", True
-    return None
-
-
-def value_text(value: cst.BaseExpression) -> str:
-    return cst.Module(body=[]).code_for_node(value)
 
 
 class BadResourceQuantity(Rule):
@@ -259,7 +149,7 @@ There is no automatic fix: the intended quantity is not in the code.
             resources = resources_dict(model, site)
             if resources is not None:
                 entries = list(dict_entries(resources[1]))
-                if not any(key in RESERVED for key, _ in entries):
+                if not any(key in RESERVED_RESOURCES for key, _ in entries):
                     found.extend((key, element.value, False) for key, element in entries)
             for name, value, is_keyword in found:
                 problem = quantity_problem(name, value, is_keyword)

@@ -331,7 +331,6 @@ There is no automatic fix: where shared state should live is a design decision.
                     f"this {write.how} the class attribute `{write.attr}` of actor class `{actor.remote.name}`: every actor is "
                     f"its own process with its own copy of the class, so other `{actor.remote.name}` actors never see it; keep "
                     "shared state in one actor that the others call, or on `self` if it is per actor",
-                    facts={"actor": actor.remote.name, "attribute": write.attr},
                 )
         self._driver_sets(ctx, actors)
 
@@ -357,5 +356,4 @@ There is no automatic fix: where shared state should live is a design decision.
                 f"`@ray.remote` made `{actor.remote.name}` an `ActorClass` wrapper: setting `{attr}` on it changes the wrapper "
                 f"in this process, not the class the actors run, so no `{actor.remote.name}` actor sees it; pass the value to "
                 f"`{actor.remote.name}.remote(...)` instead",
-                facts={"actor": actor.remote.name, "attribute": attr},
             )

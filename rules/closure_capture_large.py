@@ -4,14 +4,15 @@ so cloudpickle copies the object into the definition that Ray exports."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 import libcst as cst
 
+from ray_lint.analyses.captures import Capture, captured_by_remotes
 from ray_lint.diagnostics import Severity
-from ray_lint.model import Binding, RemoteDef, Scope, SemanticModel, child_nodes
+from ray_lint.model import LARGE_MARKER, RemoteDef, SemanticModel
+from ray_lint.ray_api import remote_kind
 from ray_lint.rule import REMOTE_MADE, Context, Invalid, Rule, Valid
-from ray_lint.sizes import LARGE_MARKER, LARGE_OBJECT_OPTION, Size, threshold_bytes
+from ray_lint.sizes import LARGE_OBJECT_OPTION, Size, size_of, threshold_bytes
 
 # Text a file needs for `size_of` to fold a large object in it: the allocators `ray_lint.sizes` knows
 # (numpy, torch, `bytes`, `bytearray`; called under another name they are missed), the repetitions
@@ -24,110 +25,6 @@ ALLOCATION_TOKENS = (
 # Ray's limits on a pickled remote function or actor class (`ray/_private/ray_constants.py`).
 RAY_WARN_BYTES = 10**7
 RAY_ERROR_BYTES = 10**8
-# Statements whose names are not reads of a value.
-_NOT_READS = (cst.Import, cst.ImportFrom, cst.Global, cst.Nonlocal)
-
-
-@dataclass(frozen=True)
-class Capture:
-    """A name a remote body reads from an enclosing scope: its first read, and every binding of the name
-    in the scope it resolves to (the value pickled is whichever of them holds when Ray exports the body)."""
-
-    name: str
-    use: cst.Name
-    bindings: tuple[Binding, ...]
-
-
-def pickled_by_value(model: SemanticModel, remote: RemoteDef) -> bool:
-    """Whether cloudpickle copies the remote's code, with the globals and closure cells it reads, instead of
-    naming it for the worker to import. A `@ray.remote` decorator leaves a `RemoteFunction` or `ActorClass`
-    under the definition's name, so cloudpickle cannot find the plain function there and pickles it by value;
-    so does a definition inside a function (`<locals>` in its qualified name). `g = ray.remote(f)` of a
-    module-level `f` leaves `f` importable: cloudpickle pickles it by reference, and the worker imports the
-    module (in a `__main__` script it would be by value, which this file cannot tell)."""
-    if isinstance(remote.declared_at, cst.Decorator):
-        return True
-    defined_in = _definition_scope(model, remote)
-    if defined_in is None:
-        return False
-    scope: Scope | None = defined_in
-    while scope is not None:
-        if scope.kind in ("function", "lambda"):
-            return True
-        scope = scope.parent
-    for binding in defined_in.bindings.get(remote.name, ()):  # `f = ray.remote(f)`: the name now holds the remote
-        value = binding.value
-        if binding.kind == "assign" and (value is remote.declared_at or (isinstance(value, cst.Call) and value.func is remote.declared_at)):
-            return True
-    return False
-
-
-def captured_by_remotes(model: SemanticModel) -> Iterator[tuple[RemoteDef, list[Capture]]]:
-    """Each remote function and actor class that cloudpickle pickles by value, with its captures."""
-    scopes = {id(scope.node): scope for scope in model.scopes}
-    for remote in model.remote_defs:
-        if pickled_by_value(model, remote):
-            yield remote, captures(model, remote, scopes)
-
-
-def captures(model: SemanticModel, remote: RemoteDef, scopes: dict[int, Scope]) -> list[Capture]:
-    """The free variables of a remote function or of every method of an actor class (nested functions,
-    lambdas and comprehensions included): names read there that no scope of the body binds, with the
-    bindings they resolve to. Builtins and names bound nowhere (star imports) are left out.
-    `scopes`: the model's scopes by the id of their node."""
-    found: dict[str, Capture] = {}
-    for function in model.remote_functions(remote):
-        for use, scope in _name_reads(function.node.body, function.scope, scopes):
-            if use.value in found or not _is_free(use.value, scope, function.scope):
-                continue
-            resolved = model.reaching_binding(use.value, scope, 0)  # at 0: no binding of an enclosing scope "comes first"
-            if resolved is None:
-                continue
-            bindings = tuple(resolved.scope.bindings.get(use.value, ()))
-            found[use.value] = Capture(use.value, use, bindings)
-    return list(found.values())
-
-
-def _definition_scope(model: SemanticModel, remote: RemoteDef) -> Scope | None:
-    if remote.cls is not None:
-        return remote.cls.scope.parent
-    info = model.function_info(remote.target)  # type: ignore[arg-type]
-    return info.parent_scope if info is not None else None
-
-
-def _name_reads(root: cst.CSTNode, scope: Scope, scopes: dict[int, Scope]) -> Iterator[tuple[cst.Name, Scope]]:
-    """Every `Name` under `root` with the scope it is read in (attribute and keyword names are not `Name`
-    children here; import, `global` and `nonlocal` statements are skipped)."""
-    stack: list[tuple[cst.CSTNode, Scope]] = [(root, scope)]
-    while stack:
-        node, current = stack.pop()
-        if isinstance(node, _NOT_READS):
-            continue
-        if isinstance(node, cst.Name):
-            yield node, current
-            continue
-        inner = scopes.get(id(node), current)
-        stack.extend((child, inner) for child in reversed(list(child_nodes(node))))
-
-
-def _is_free(name: str, scope: Scope, body: Scope) -> bool:
-    """Whether `name`, read in `scope` (inside the remote's `body` scope), is bound by none of the scopes
-    from there up to `body`. A name the body declares `global` is written by it (a lazily filled cache),
-    so it does not count. Class scopes are seen only from their own body, as in Python."""
-    current: Scope | None = scope
-    while current is not None:
-        if name in current.globals:
-            return False
-        if (current is scope or current.kind != "class") and current.bindings.get(name):
-            return False
-        if current is body:
-            return True
-        current = current.parent
-    return False
-
-
-def remote_kind(remote: RemoteDef) -> str:
-    return "actor class" if remote.kind == "actor" else "remote function"
 
 
 class ClosureCaptureLarge(Rule):
@@ -352,14 +249,12 @@ and every call site, possibly in other files.
                         f"(bound on {ctx.line_of(origin)}): cloudpickle copies it into the definition Ray exports"
                         f"{_consequence(size, remote)}; `ray.put` it once and pass the ref as an argument, or build it "
                         "in the worker",
-                        facts={"bytes": size.bytes, "name": capture.name},
                     )
             for node, what, size in self._pickled_values(model, remote, threshold):
                 ctx.report(
                     node,
                     f"{what}the {remote_kind(remote)} `{remote.name}` is {size.describe()}: it is pickled into the "
                     f"definition Ray exports{_consequence(size, remote)}; `ray.put` it once and pass the ref as an argument",
-                    facts={"bytes": size.bytes},
                 )
 
     def _captured_size(self, model: SemanticModel, capture: Capture, threshold: int) -> Size | None:
@@ -369,7 +264,7 @@ and every call site, possibly in other files.
             if binding.kind != "assign":
                 return None
             # Folding the name itself just after its binding also honours `# ray-lint: large` on that line.
-            size = model.size_of(capture.use, binding.scope, binding.index + 1)
+            size = size_of(model, capture.use, binding.scope, binding.index + 1)
             if size is None or not size.at_least(threshold):
                 return None
             sizes.append(size)
@@ -383,7 +278,7 @@ and every call site, possibly in other files.
         """Large parameter defaults of the remote's functions, and large class attributes of an actor class:
         values stored in the definition itself."""
         for function, param, default, at in model.parameter_defaults(remote):
-            size = model.size_of(default, function.parent_scope, at)
+            size = size_of(model, default, function.parent_scope, at)
             if size is not None and size.at_least(threshold):
                 method = f"method `{function.node.name.value}` of " if remote.cls is not None else ""
                 yield default, f"The default value of parameter `{param.name.value}` of {method}", size
@@ -393,7 +288,7 @@ and every call site, possibly in other files.
             values = [b for b in bindings if b.kind == "assign"]
             if not values or len(values) != len(bindings):
                 continue
-            sizes = [model.size_of(b.node, b.scope, b.index + 1) for b in values if isinstance(b.node, cst.Name)]
+            sizes = [size_of(model, b.node, b.scope, b.index + 1) for b in values if isinstance(b.node, cst.Name)]
             large = [size for size in sizes if size is not None and size.at_least(threshold)]
             if len(large) == len(values):
                 yield values[0].node, f"The class attribute `{name}` of ", large[0]

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import libcst as cst
 
+from ray_lint.analyses.captures import Capture, captured_by_remotes
 from ray_lint.diagnostics import Severity
 from ray_lint.model import RefOrigin, SemanticModel
+from ray_lint.ray_api import remote_kind
 from ray_lint.rule import REMOTE_MADE, Context, Invalid, Rule, Valid
-
-from .closure_capture_large import Capture, captured_by_remotes, remote_kind
 
 # A ref comes from `.remote(...)` or `ray.put(...)` (also `from ray import put`).
 REF_TOKENS = (".remote(", "put(", " put")

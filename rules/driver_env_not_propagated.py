@@ -282,7 +282,6 @@ cluster's configuration.
                 f"`{key}` is set in the driver {why}, and {kind} `{remote.name}` reads it: a worker's environment comes "
                 f"from the raylet that started it, not from the driver, so it sees the variable unset; pass it with "
                 f'`runtime_env={{"env_vars": {{"{key}": ...}}}}` in `ray.init` or the task\'s options',
-                facts={"variable": key, "remote": remote.name},
             )
 
     # --- sys.path
@@ -304,7 +303,6 @@ cluster's configuration.
                 f"workers do not get the driver's `sys.path` changes (Ray adds only the script's directory and the working "
                 f"directory): `{name}`, imported after this and used by {kind} `{remote.name}`, may fail to import in the "
                 'worker; ship it with `runtime_env={"py_modules": [...]}` or `{"working_dir": ...}`, or install it on every node',
-                facts={"module": name, "remote": remote.name},
                 unless=own_module(module),
             )
             return

@@ -3,11 +3,20 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import libcst as cst
 
 from ray_lint.diagnostics import Severity
+from ray_lint.experiment import (
+    EvidenceExperiment,
+    Plan,
+    Status,
+    Subject,
+    Variant,
+    script,
+)
 from ray_lint.model import (
     ALL_CORES,
     CallSite,
@@ -17,14 +26,6 @@ from ray_lint.model import (
     literal_string,
 )
 from ray_lint.rule import Context, Invalid, Rule, Valid
-from ray_lint.verify.experiment import (
-    EvidenceExperiment,
-    Plan,
-    Status,
-    Subject,
-    Variant,
-    script,
-)
 
 THREAD_VARIABLES = frozenset(
     {
@@ -43,13 +44,24 @@ __ray_lint_evidence__ = ray.get(probe.remote())
 """
 
 
-class DriverEnvThreadOverrideExperiment(EvidenceExperiment):
+@dataclass(frozen=True)
+class SettingFacts:
+    """The variable the driver sets, and its value (None: the core count)."""
+
+    variable: str
+    value: int | None
+
+
+class DriverEnvThreadOverrideExperiment(EvidenceExperiment[SettingFacts]):
     """What a default task sees of the variable when it is set for the workers, next to Ray's own
     default. The verifier's cluster already runs, so the setting is applied through `runtime_env`
     (what `ray.init` after `os.environ[...] = ...` gives a local cluster's workers)."""
 
+    facts_type = SettingFacts
+
     def plan(self, subject: Subject) -> Plan | str:
-        variable, value = subject.facts["variable"], subject.facts["value"]
+        facts = self.facts(subject)
+        variable, value = facts.variable, facts.value
         shown = repr(str(value)) if value is not None else "str(os.cpu_count())"
         variables = sorted({variable, "OMP_NUM_THREADS"})
         options = f"(runtime_env={{'env_vars': {{{variable!r}: {shown}}}}})"
@@ -61,7 +73,7 @@ class DriverEnvThreadOverrideExperiment(EvidenceExperiment):
         )
 
     def read(self, subject: Subject, flagged: Any, compared: Any) -> tuple[Status, str]:
-        variable = subject.facts["variable"]
+        variable = self.facts(subject).variable
         value = flagged.get(variable)
         numbers = f"with the setting the task saw {flagged}; by default {compared}"
         if value is not None and value.isdigit() and int(value) > 1:
@@ -197,7 +209,7 @@ There is no automatic fix: the right value depends on how many CPUs the tasks re
             f"`{key}` set to {shown} reaches {reach}, and Ray sets `OMP_NUM_THREADS` to a task's `num_cpus` "
             "only when it is unset (never `MKL_`/`OPENBLAS_NUM_THREADS`): with one worker per CPU the node's cores are "
             "oversubscribed; leave it unset or 1, or request a matching `num_cpus`",
-            facts={"variable": key, "value": None if count == ALL_CORES else int(count)},
+            facts=SettingFacts(key, None if count == ALL_CORES else int(count)),
         )
 
     def _environ_writes(

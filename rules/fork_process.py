@@ -6,9 +6,8 @@ import libcst as cst
 
 from ray_lint.diagnostics import Applicability, Severity
 from ray_lint.model import CallSite, SemanticModel, literal_string
+from ray_lint.ray_api import keyword_arg
 from ray_lint.rule import REMOTE_MADE, Context, FixPlan, Invalid, Rule, Valid
-
-from .bad_resource_quantity import keyword_arg
 
 MP_MODULES = ("multiprocessing", "torch.multiprocessing")
 # Calls that always fork, whatever the start method.

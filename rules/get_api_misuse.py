@@ -4,174 +4,14 @@ from __future__ import annotations
 
 import libcst as cst
 
+from ray_lint.analyses.ref_arguments import literal_item_problem, non_list_collection, non_ref_literal
 from ray_lint.diagnostics import Severity
-from ray_lint.model import (
-    CallSite,
-    RemoteOptions,
-    Scope,
-    SemanticModel,
-    Submission,
-    iter_subtree,
-    literal_number,
-    literal_string,
-)
+from ray_lint.model import CallSite, Scope, SemanticModel, Submission, iter_subtree, literal_number, literal_string
+from ray_lint.ray_api import declared_num_returns, first_argument, signature_problem
 from ray_lint.rule import Context, Invalid, Rule, Valid
 
-# Builtins that make a collection or an iterator that is not a list (`ray.get` and `ray.wait` accept only lists).
-NON_LIST_BUILTINS = {
-    "tuple": "a tuple",
-    "set": "a set",
-    "frozenset": "a frozenset",
-    "dict": "a dict",
-    "map": "a `map` iterator",
-    "filter": "a `filter` iterator",
-    "zip": "a `zip` iterator",
-    "reversed": "a `reversed` iterator",
-    "iter": "an iterator",
-    "enumerate": "an `enumerate` iterator",
-    "range": "a range",
-}
-NON_LIST_FUNCTIONS = {
-    "itertools.chain": "an `itertools.chain` iterator",
-    "itertools.islice": "an `itertools.islice` iterator",
-    "collections.deque": "a deque",
-}
-DICT_MAKERS = ("collections.defaultdict", "collections.OrderedDict")
-DICT_VIEWS = ("values", "keys", "items")
 GET_KEYWORDS = ("object_refs", "timeout", "_use_object_store")
 GET_VALUE_ERROR = "'object_refs' must either be an ObjectRef or a list of ObjectRefs"
-
-
-def _is_builtin(model: SemanticModel, name: str, scope: Scope, at: int) -> bool:
-    """Whether a plain name is the builtin: nothing in the module binds it, and no star import may."""
-    return model.reaching_binding(name, scope, at) is None and not model.star_imports
-
-
-def _sole_assignment(model: SemanticModel, name: cst.Name, scope: Scope, at: int) -> cst.BaseExpression | None:
-    binding = model.sole_assignment(name.value, scope, at)
-    return binding.value if binding is not None else None
-
-
-def _is_dict(model: SemanticModel, expr: cst.BaseExpression, scope: Scope, at: int) -> bool:
-    """Whether `expr` is provably a dict: a dict display or comprehension, `dict(...)`, a `defaultdict` or
-    `OrderedDict`, or a name assigned one of those once."""
-    if isinstance(expr, cst.Name):
-        value = _sole_assignment(model, expr, scope, at)
-        return value is not None and not isinstance(value, cst.Name) and _is_dict(model, value, scope, at)
-    if isinstance(expr, (cst.Dict, cst.DictComp)):
-        return True
-    if isinstance(expr, cst.Call):
-        if isinstance(expr.func, cst.Name) and expr.func.value == "dict" and _is_builtin(model, "dict", scope, at):
-            return True
-        return model.qualified_name(expr.func, scope, at) in DICT_MAKERS
-    return False
-
-
-def non_list_collection(model: SemanticModel, expr: cst.BaseExpression, scope: Scope, at: int, follow: bool = True) -> str | None:
-    """What `expr` is when it is provably a collection or iterator other than a list ("a tuple", "a set",
-    "a generator expression", "a dict view", ...): `ray.get` and `ray.wait` reject all of these. A name
-    counts when its only binding is such a value."""
-    if isinstance(expr, cst.Tuple):
-        return "a tuple"
-    if isinstance(expr, (cst.Set, cst.SetComp)):
-        return "a set"
-    if isinstance(expr, (cst.Dict, cst.DictComp)):
-        return "a dict"
-    if isinstance(expr, cst.GeneratorExp):
-        return "a generator expression"
-    if isinstance(expr, cst.Call):
-        func = expr.func
-        if isinstance(func, cst.Name) and func.value in NON_LIST_BUILTINS and _is_builtin(model, func.value, scope, at):
-            return NON_LIST_BUILTINS[func.value]
-        qualified = model.qualified_name(func, scope, at)
-        if qualified in NON_LIST_FUNCTIONS:
-            return NON_LIST_FUNCTIONS[qualified]
-        if qualified in DICT_MAKERS:
-            return "a dict"
-        if (
-            isinstance(func, cst.Attribute)
-            and func.attr.value in DICT_VIEWS
-            and not expr.args
-            and _is_dict(model, func.value, scope, at)
-        ):
-            return f"a dict view (`.{func.attr.value}()`)"
-        return None
-    if follow and isinstance(expr, cst.Name):
-        value = _sole_assignment(model, expr, scope, at)
-        if value is not None:
-            found = non_list_collection(model, value, scope, at, follow=False)
-            return f"{found} (assigned to `{expr.value}`)" if found else None
-    return None
-
-
-def non_ref_literal(expr: cst.BaseExpression) -> str | None:
-    """What a literal that cannot be an ObjectRef is: a number, a string, bytes, a bool, None or a lambda."""
-    if literal_number(expr) is not None or isinstance(expr, cst.Imaginary):
-        return "a number"
-    if isinstance(expr, cst.SimpleString):
-        return "bytes" if "b" in expr.prefix.lower() else "a string"
-    if isinstance(expr, (cst.ConcatenatedString, cst.FormattedString)):
-        return "a string"
-    if isinstance(expr, cst.Name) and expr.value in ("True", "False"):
-        return "a bool"
-    if isinstance(expr, cst.Name) and expr.value == "None":
-        return "None"
-    if isinstance(expr, cst.Lambda):
-        return "a lambda"
-    return None
-
-
-def literal_item_problem(elements: list[cst.BaseExpression]) -> tuple[cst.BaseExpression, str] | None:
-    """The first item of a list display that is a literal and so cannot be an ObjectRef."""
-    for element in elements:
-        kind = non_ref_literal(element)
-        if kind is not None:
-            return element, kind
-    return None
-
-
-def options_at_call(call: cst.Call) -> RemoteOptions | None:
-    """The options of `x.options(...).remote(...)`, or None for a plain `x.remote(...)`."""
-    func = call.func
-    if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Call):
-        options = func.value
-        if isinstance(options.func, cst.Attribute) and options.func.attr.value == "options":
-            return RemoteOptions.from_call(options)
-    return None
-
-
-def declared_num_returns(model: SemanticModel, submission: Submission) -> list[cst.BaseExpression] | None:
-    """Every `num_returns` the module gives for this submission (its decorator, its `@ray.method(...)`, its
-    `.options(...)` at the call); None when the function is unknown or `**kwargs` may hold one."""
-    remote = submission.remote
-    if remote is None:
-        return None
-    values: list[cst.BaseExpression] = []
-    if submission.kind == "task":
-        if remote.options.has_unpacked:
-            return None
-        if "num_returns" in remote.options.values:
-            values.append(remote.options.values["num_returns"])
-    elif submission.kind == "actor-method" and remote.cls is not None and submission.method is not None:
-        method = model.method(remote.cls, submission.method)
-        if method is None:
-            return None
-        for decorator in method.node.decorators:
-            if isinstance(decorator.decorator, cst.Call):
-                for arg in decorator.decorator.args:
-                    if arg.star == "**":
-                        return None
-                    if arg.keyword is not None and arg.keyword.value == "num_returns":
-                        values.append(arg.value)
-    else:
-        return None
-    at_call = options_at_call(submission.call)
-    if at_call is not None:
-        if at_call.has_unpacked:
-            return None
-        if "num_returns" in at_call.values:
-            values.append(at_call.values["num_returns"])
-    return values
 
 
 def target_function(model: SemanticModel, submission: Submission) -> cst.FunctionDef | None:
@@ -200,38 +40,6 @@ def submitted_call(model: SemanticModel, expr: cst.BaseExpression, scope: Scope,
             return None
         expr = binding.value
     return expr if isinstance(expr, cst.Call) else None
-
-
-def first_argument(call: cst.Call, keyword: str) -> cst.Arg | None:
-    """The argument that fills the first parameter: the first positional one, or `keyword=`."""
-    for arg in call.args:
-        if arg.star:
-            return None
-        if arg.keyword is None or arg.keyword.value == keyword:
-            return arg
-    return None
-
-
-def signature_problem(call: cst.Call, function: str, keywords: tuple[str, ...]) -> tuple[cst.CSTNode, str] | None:
-    """An argument that Python itself rejects for a function taking one positional parameter and the
-    keyword-only `keywords` (the first of which names the positional one)."""
-    positional = [arg for arg in call.args if arg.keyword is None and not arg.star]
-    if len(positional) > 1:
-        return positional[1], (
-            f"`{function}` takes one positional argument: Ray 2.60 raises `TypeError: {function.split('.')[-1]}() takes "
-            f"1 positional argument but {len(positional)} were given`; pass "
-            + " / ".join(f"`{k}=`" for k in keywords[1:] if not k.startswith("_"))
-            + " by keyword"
-        )
-    for arg in call.args:
-        if arg.keyword is not None and arg.keyword.value not in keywords:
-            name = arg.keyword.value
-            return arg, (
-                f"`{function}` has no keyword `{name}`: Ray 2.60 raises `TypeError: {function.split('.')[-1]}() got an "
-                f"unexpected keyword argument '{name}'`; its keywords are "
-                + ", ".join(f"`{k}`" for k in keywords if not k.startswith("_"))
-            )
-    return None
 
 
 class GetApiMisuse(Rule):

@@ -4,10 +4,20 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import libcst as cst
 
 from ray_lint.diagnostics import Applicability, Severity
+from ray_lint.experiment import (
+    Experiment,
+    Plan,
+    Run,
+    Subject,
+    Variant,
+    script,
+    timed,
+)
 from ray_lint.model import (
     AFTER_ALL,
     CallSite,
@@ -27,15 +37,6 @@ from ray_lint.model import (
 )
 from ray_lint.project import concurrent_actor, sequential_actor
 from ray_lint.rule import Context, FixPlan, Invalid, Option, Rule, Valid
-from ray_lint.verify.experiment import (
-    Experiment,
-    Plan,
-    Run,
-    Subject,
-    Variant,
-    script,
-    timed,
-)
 
 # Actor methods that exist to block: waiting on them one at a time is the point (a lock, a barrier).
 SYNCHRONIZATION_METHODS = frozenset({"acquire", "release", "lock", "unlock", "wait", "barrier", "notify", "notify_all", "signal"})
@@ -44,10 +45,18 @@ SYNCHRONIZATION_METHODS = frozenset({"acquire", "release", "lock", "unlock", "wa
 OVERLAPPED_CALLS = 5
 
 
-class GetInLoopExperiment(Experiment):
+@dataclass(frozen=True)
+class LoopFacts:
+    """What the experiment needs of the flagged loop."""
+
+    iterations: int | None  # when the code says how many times it runs
+
+
+class GetInLoopExperiment(Experiment[LoopFacts]):
     """The user's script as written and fixed, timing the function that holds the get; or, when it
     cannot run as is, the loop replayed with tasks of a known duration."""
 
+    facts_type = LoopFacts
     TASK_SECONDS = 0.25
     ASSUMED_ITERATIONS = 8
 
@@ -65,7 +74,7 @@ class GetInLoopExperiment(Experiment):
         )
 
     def model(self, subject: Subject) -> Plan:
-        known = subject.facts.get("iterations")
+        known = self.facts(subject).iterations
         count = known if known is not None else self.ASSUMED_ITERATIONS
         shape = f"{count} iterations{'' if known is not None else ' (count not in the code: 8 assumed)'}, each a {self.TASK_SECONDS:g} s task"
         task = f"@ray.remote\ndef task(i):\n    time.sleep({self.TASK_SECONDS})\n    return i\n\n"
@@ -77,7 +86,7 @@ class GetInLoopExperiment(Experiment):
         )
 
     def why_not(self, subject: Subject, plan: Plan, a: list[Run], b: list[Run]) -> str:
-        known = subject.facts.get("iterations")
+        known = self.facts(subject).iterations
         if known is not None and known < 2:
             return f": the loop runs {known} time{'s' if known != 1 else ''}, so there is nothing to overlap"
         if subject.cluster_cpus < 2:
@@ -466,7 +475,7 @@ nowhere else.
         if _calls_between(model, producer.index, get.index) > OVERLAPPED_CALLS:
             return  # the task runs while the iteration does other work: already overlapped
         message = self.message + "; submit them all first and call `ray.get` once after the loop"
-        known = {"iterations": model.literal_iterations(loop)}
+        known = LoopFacts(model.literal_iterations(loop))
         ctx.report(get.node, message, self._fix(ctx, get, loop, submission.call), known, unless=unless, requires=requires)
 
     def _submitted_ref(self, model: SemanticModel, get: CallSite) -> tuple[Submission, CallSite, RefOrigin] | None:
@@ -523,7 +532,7 @@ nowhere else.
                 site.node,
                 f"`{name}()` submits a task and waits for it with `ray.get` ({ctx.line_of(inner_get.node)}), so calling it in this loop "
                 "runs the tasks one at a time; have it return the ref and call `ray.get` once after the loop",
-                facts={"iterations": model.literal_iterations(site.loop)},
+                facts=LoopFacts(model.literal_iterations(site.loop)),
             )
 
     def _is_sequential(

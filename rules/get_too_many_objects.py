@@ -18,7 +18,7 @@ from ray_lint.model import (
     iter_subtree,
 )
 from ray_lint.rule import Context, Invalid, Option, Rule, Valid
-from ray_lint.sizes import constant_int, format_bytes
+from ray_lint.sizes import constant_int, format_bytes, size_of
 
 # Calls whose result is a scalar or a short string: such task results are inlined and cheap.
 SMALL_RESULT_CALLS = frozenset({"len", "int", "float", "bool", "round", "abs", "hash", "id", "item"})
@@ -222,7 +222,7 @@ next, which needs the code that uses the results to change.
                 )
             else:
                 continue
-            ctx.report(get.node, message, facts={"refs": count, "result_bytes": size if isinstance(size, int) else None})
+            ctx.report(get.node, message)
 
 
 def _count_refs(
@@ -346,7 +346,7 @@ def _remote_function(model: SemanticModel, submission: Submission) -> FunctionIn
 def _returned_size(model: SemanticModel, function: FunctionInfo, value: cst.BaseExpression) -> int | None:
     site = model.call_site(value) if isinstance(value, cst.Call) else None
     at = site.index if site is not None else AFTER_ALL
-    size = model.size_of(value, function.scope, at)
+    size = size_of(model, value, function.scope, at)
     return size.bytes if size is not None else None
 
 

@@ -591,7 +591,6 @@ There is no automatic fix: moving state into arguments or an actor changes the p
                         f"{kind} `{remote.name}` uses the global `{change.name}`, and Ray pickled it with the value "
                         f"`{change.name}` had when it was first submitted ({evidence}): this change in the driver never "
                         f"reaches the workers, which keep the old value; pass `{change.name}` as an argument, or keep it in an actor",
-                        facts={"global": change.name, "remote": remote.name},
                     )
                     break
 
@@ -641,7 +640,6 @@ There is no automatic fix: moving state into arguments or an actor changes the p
                     node,
                     f"{where} `{body.function.node.name.value}` runs in its own worker process: this write to the global "
                     f"`{name}` changes only that worker's copy, but {evidence}; return the value, or keep the state in an actor",
-                    facts={"global": name, "remote": body.remote.name},
                 )
 
     def _driver_read(self, facts: _Globals, body: _Body, name: str) -> str | None:

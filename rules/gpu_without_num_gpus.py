@@ -8,10 +8,7 @@ from typing import Any
 import libcst as cst
 
 from ray_lint.diagnostics import Applicability, Severity
-from ray_lint.model import RemoteDef, SemanticModel, child_nodes, literal_string
-from ray_lint.project import given
-from ray_lint.rule import Context, FixPlan, Invalid, Rule, Valid
-from ray_lint.verify.experiment import (
+from ray_lint.experiment import (
     EvidenceExperiment,
     Plan,
     Status,
@@ -19,6 +16,9 @@ from ray_lint.verify.experiment import (
     Variant,
     script,
 )
+from ray_lint.model import RemoteDef, SemanticModel, child_nodes, literal_string
+from ray_lint.project import given
+from ray_lint.rule import Context, FixPlan, Invalid, Rule, Valid
 
 # `torch.cuda` functions that only ask whether a GPU is there.
 PROBES = frozenset({"is_available", "device_count", "is_initialized"})
@@ -36,9 +36,12 @@ __ray_lint_evidence__ = ray.get(probe.remote())
 """
 
 
-class GpuWithoutNumGpusExperiment(EvidenceExperiment):
+class GpuWithoutNumGpusExperiment(EvidenceExperiment[None]):
     """What a task sees of the node's GPUs without `num_gpus` and with it. On a machine without GPUs
-    the verifier's cluster has logical ones, which is enough to show Ray's isolation (or its absence)."""
+    the verifier's cluster has logical ones, which is enough to show Ray's isolation (or its absence).
+    It needs nothing of the finding: the probe is the same for every task."""
+
+    facts_type = type(None)
 
     def plan(self, subject: Subject) -> Plan | str:
         if subject.cluster_gpus < 1:

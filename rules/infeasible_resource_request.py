@@ -10,20 +10,23 @@ import libcst as cst
 
 from ray_lint.diagnostics import Severity
 from ray_lint.model import CallSite, RemoteDef, SemanticModel, literal_number, literal_string
-from ray_lint.rule import Context, Invalid, Rule, Valid
-
-from .bad_resource_quantity import (
+from ray_lint.ray_api import (
+    BUNDLE_KEY_OF,
+    KEYWORD_OF,
+    RESERVED_RESOURCES,
     WHOLE_ABOVE_ONE,
     WHOLE_ONLY,
+    bundle_dicts,
     dict_entries,
     expected_to_raise,
     keyword_arg,
+    placement_group_bundles,
     quantity_problem,
     resource_request_sites,
     resources_dict,
     value_text,
 )
-from .resource_name_typo import BUNDLE_KEY_OF, KEYWORD_OF, bundle_dicts, placement_group_bundles
+from ray_lint.rule import Context, Invalid, Rule, Valid
 
 # Resources a node gets without being told: memory, accelerators it detects, its `node:<ip>` and
 # `accelerator_type:<type>` markers, TPU pod names.
@@ -99,7 +102,7 @@ def _requests(model: SemanticModel, site: CallSite) -> Iterator[tuple[str, cst.B
     found = resources_dict(model, site)
     if found is not None:
         for key, element in dict_entries(found[1]):
-            if key not in ("CPU", "GPU") and key not in KEYWORD_OF:  # RAY046's and RAY081's
+            if key not in RESERVED_RESOURCES and key not in KEYWORD_OF:  # RAY046's and RAY081's
                 yield key, element.value, f"`resources={{{key!r}: {value_text(element.value)}}}`"
 
 

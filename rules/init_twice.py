@@ -16,9 +16,9 @@ from ray_lint.model import (
     block_statements,
     child_nodes,
     iter_subtree,
-    literal_number,
     literal_string,
 )
+from ray_lint.ray_api import tolerates_reinit
 from ray_lint.rule import INIT_CALLED, Context, Invalid, Rule, Valid
 
 RAY_ERROR = "RuntimeError: Maybe you called ray.init twice by accident?"
@@ -88,18 +88,6 @@ def _calls_exit(model: SemanticModel, scope: Scope, statement: cst.CSTNode) -> b
     if isinstance(func, cst.Name) and func.value in ("exit", "quit"):
         return True
     return model.qualified_name(func, scope, AFTER_ALL) in EXIT_FUNCTIONS
-
-
-def tolerates_reinit(call: cst.Call) -> bool:
-    """Whether a `ray.init` call may just find Ray running and reuse it: `ignore_reinit_error` not provably
-    false, or `**kwargs`."""
-    for arg in call.args:
-        if arg.star == "**":
-            return True
-        if arg.keyword is not None and arg.keyword.value == "ignore_reinit_error":
-            value = arg.value
-            return not ((isinstance(value, cst.Name) and value.value in ("False", "None")) or literal_number(value) == 0)
-    return False
 
 
 def _imported_between(model: SemanticModel, first: CallSite, second: CallSite) -> bool:

@@ -14,136 +14,24 @@ import libcst as cst
 
 from ray_lint.diagnostics import Applicability, Severity
 from ray_lint.model import CallSite, FunctionInfo, RemoteDef, SemanticModel, literal_string
+from ray_lint.ray_api import (
+    ALL_OPTION_NAMES,
+    METHOD_CALL_OPTIONS,
+    METHOD_OPTIONS,
+    NONE,
+    REMOTE_OPTIONS,
+    RENAMED_OPTIONS,
+    STRATEGY_NAMES,
+    OptionSpec,
+    RemoteKind,
+    expected_to_raise,
+    keyword_arg,
+    value_text,
+)
 from ray_lint.rule import Context, FixPlan, Invalid, Rule, Valid
 
-from .bad_resource_quantity import expected_to_raise, keyword_arg, value_text
-
-Kind = Literal["task", "actor"]
-NONE = type(None)
-Check = Callable[[object], "str | None"]
-
-
-@dataclass(frozen=True)
-class OptionSpec:
-    """One row of Ray's option table: the builtin types its `isinstance` check accepts (Ray's own classes,
-    such as scheduling strategies, are never literals), and its value constraint, which returns Ray's error."""
-
-    types: tuple[type, ...] | None  # None: not checked here
-    check: Check | None = None
-
-
-def _counting(name: str, infinite: bool = True) -> OptionSpec:
-    """Ray's `_counting_option`: an int (or None) of at least 0, or -1 for infinity when `infinite`."""
-    lowest = -1 if infinite else 0
-    accepted = "None, 0, -1 or a positive integer, where -1 represents infinity" if infinite else "None, 0 or a positive integer"
-    message = f"ValueError: The keyword '{name}' only accepts {accepted}."
-    return OptionSpec((int, NONE), lambda x: None if x is None or x >= lowest else message)  # type: ignore[operator]
-
-
-def _num_returns(x: object) -> str | None:
-    if x is None or x in ("dynamic", "streaming"):
-        return None
-    if isinstance(x, str):
-        return "TypeError: '>=' not supported between instances of 'str' and 'int'"
-    return None if x >= 0 else "ValueError: The keyword 'num_returns' only accepts None, a non-negative integer, 'streaming' or 'dynamic'"  # type: ignore[operator]
-
-
-def _positive_or_none(name: str) -> Check:
-    return lambda x: None if x is None or x > 0 else f"ValueError: {name} must be a positive integer"  # type: ignore[operator]
-
-
-RESOURCE = OptionSpec(None)  # quantities: RAY047 (bad-resource-quantity)
-# Mirrors Ray 2.60.0, python/ray/_common/ray_option_utils.py: `_common_options`, `_task_only_options` and
-# `_actor_only_options` (types and value constraints). Values of `label_selector` and `fallback_strategy`
-# (ray/_private/label_utils.py) are not mirrored, only their types.
-COMMON_OPTIONS: dict[str, OptionSpec] = {
-    "label_selector": OptionSpec((dict, NONE)),
-    "fallback_strategy": OptionSpec((list, NONE)),
-    "accelerator_type": OptionSpec((str, NONE)),
-    "memory": RESOURCE,
-    "name": OptionSpec((str, NONE)),
-    "num_cpus": RESOURCE,
-    "num_gpus": RESOURCE,
-    "object_store_memory": _counting("object_store_memory", infinite=False),
-    "placement_group": OptionSpec((NONE, str)),  # or a PlacementGroup
-    "placement_group_bundle_index": OptionSpec((int,)),
-    "placement_group_capture_child_tasks": OptionSpec((bool, NONE)),
-    "resources": OptionSpec((dict, NONE)),  # the dict's keys and quantities: RAY046, RAY047
-    "runtime_env": OptionSpec((dict, NONE)),
-    "scheduling_strategy": OptionSpec((NONE, str)),  # or a *SchedulingStrategy
-    "enable_task_events": OptionSpec((bool,)),
-    "_labels": OptionSpec((dict, NONE)),
-}
-TASK_ONLY_OPTIONS: dict[str, OptionSpec] = {
-    "max_calls": _counting("max_calls", infinite=False),
-    "max_retries": _counting("max_retries"),
-    "num_cpus": RESOURCE,
-    "num_returns": OptionSpec((int, str, NONE), _num_returns),
-    "object_store_memory": OptionSpec(
-        (int, NONE), lambda x: None if x is None else "ValueError: Setting 'object_store_memory' is not implemented for tasks"
-    ),
-    "retry_exceptions": OptionSpec((bool, list, tuple)),  # list items: `_retry_exception_problem`
-    "_generator_backpressure_num_objects": OptionSpec(
-        (int, NONE), lambda x: None if x != 0 else "ValueError: _generator_backpressure_num_objects=0 is not allowed"
-    ),
-    "_num_objects_per_yield": OptionSpec((int, NONE), _positive_or_none("_num_objects_per_yield")),
-}
-ACTOR_ONLY_OPTIONS: dict[str, OptionSpec] = {
-    "concurrency_groups": OptionSpec((list, dict, NONE)),
-    "enable_tensor_transport": OptionSpec((bool, NONE)),
-    "lifetime": OptionSpec(
-        (str, NONE),
-        lambda x: None
-        if x in (None, "detached", "non_detached")
-        else "ValueError: actor `lifetime` argument must be one of 'detached', 'non_detached' and 'None'.",
-    ),
-    "max_concurrency": _counting("max_concurrency", infinite=False),
-    "max_restarts": _counting("max_restarts"),
-    "max_task_retries": _counting("max_task_retries"),
-    "max_pending_calls": _counting("max_pending_calls"),
-    "namespace": OptionSpec((str, NONE)),
-    "get_if_exists": OptionSpec((bool,)),
-    "allow_out_of_order_execution": OptionSpec((bool, NONE)),
-    "_actor_generator_backpressure_num_objects": OptionSpec(
-        (int, NONE),
-        lambda x: None if x is None or x > 0 or x == -1 else "ValueError: _actor_generator_backpressure_num_objects must be > 0, or -1",  # type: ignore[operator]
-    ),
-}
-# As in Ray: `task_options = {**_common_options, **_task_only_options}`, and likewise for actors.
-OPTIONS: dict[Kind, dict[str, OptionSpec]] = {
-    "task": {**COMMON_OPTIONS, **TASK_ONLY_OPTIONS},
-    "actor": {**COMMON_OPTIONS, **ACTOR_ONLY_OPTIONS},
-}
-ALL_OPTION_NAMES = sorted(set(OPTIONS["task"]) | set(OPTIONS["actor"]))
-
-# Ray 2.60.0, python/ray/actor.py, `method`: the `valid_kwargs` of `@ray.method(...)` (an AssertionError
-# otherwise) and the checks it runs when it decorates.
-METHOD_OPTIONS: dict[str, OptionSpec] = {
-    "num_returns": OptionSpec(
-        None, lambda x: "ValueError: num_returns must be >= 0" if isinstance(x, int) and not isinstance(x, bool) and x < 0 else None
-    ),
-    "concurrency_group": OptionSpec(None),  # must be declared by the class: `_undeclared_group`
-    "max_task_retries": OptionSpec(None),
-    "retry_exceptions": OptionSpec(None),  # checked when the method is called: `_method_call_problem`
-    "_generator_backpressure_num_objects": OptionSpec(None),
-    "_num_objects_per_yield": TASK_ONLY_OPTIONS["_num_objects_per_yield"],
-    "enable_task_events": OptionSpec(None),
-    "tensor_transport": OptionSpec(
-        None, lambda x: None if isinstance(x, str) else f"AttributeError: '{type(x).__name__}' object has no attribute 'upper'"
-    ),
-}
-# Ray 2.60.0, python/ray/actor.py, `ActorMethod._remote`: the keywords `h.method.options(...)` may pass on.
-METHOD_CALL_OPTIONS = frozenset(
-    {
-        "name", "num_returns", "max_task_retries", "retry_exceptions", "concurrency_group",
-        "_generator_backpressure_num_objects", "_num_objects_per_yield", "enable_task_events", "tensor_transport", "_labels",
-    }
-)
-# Scheduling strategies given as a string (checked by the core worker when the task or actor is submitted).
-STRATEGY_NAMES = ("DEFAULT", "SPREAD")
-
 # What to do instead of an option that belongs to the other kind.
-MISPLACED_HINTS: dict[tuple[Kind, str], str] = {
+MISPLACED_HINTS: dict[tuple[RemoteKind, str], str] = {
     ("actor", "max_retries"): "an actor uses `max_restarts` (the actor process) and `max_task_retries` (its method calls)",
     ("actor", "num_returns"): "set it per method with `@ray.method(num_returns=...)`",
     ("actor", "retry_exceptions"): "set it per method with `@ray.method(retry_exceptions=...)`, with `max_task_retries`",
@@ -152,8 +40,6 @@ MISPLACED_HINTS: dict[tuple[Kind, str], str] = {
     ("task", "max_restarts"): "a task's retries are `max_retries`",
     ("task", "max_concurrency"): "a task runs one call; limit parallelism with resources, or make this an actor",
 }
-# Options renamed by earlier Ray releases, which difflib would not connect to their new names.
-RENAMED_OPTIONS = {"max_reconstructions": "max_restarts", "num_return_vals": "num_returns"}
 MISPLACED_METHOD_HINTS = {
     "max_retries": "an actor method's retries are `max_task_retries`",
     "num_cpus": "resources are reserved by the actor, in `@ray.remote(...)` on the class",
@@ -269,7 +155,7 @@ def _has_unpacked(call: cst.Call | None) -> bool:
     return call is not None and any(arg.star == "**" for arg in call.args)
 
 
-def _kind_of(remote: RemoteDef | None) -> Kind | None:
+def _kind_of(remote: RemoteDef | None) -> RemoteKind | None:
     """The kind Ray will see: known only when `ray.remote` gets the definition itself (another decorator
     between them may turn a function into something else)."""
     if remote is None:
@@ -612,10 +498,10 @@ meant and changes how the task or actor is scheduled.
 
     # ------------------------------------------------------------------ one keyword option
 
-    def _check_keyword(self, ctx: Context, arg: cst.Arg, kind: Kind | None, where: Where, site: CallSite) -> None:
+    def _check_keyword(self, ctx: Context, arg: cst.Arg, kind: RemoteKind | None, where: Where, site: CallSite) -> None:
         name = _arg_keyword(arg)
-        kinds: list[Kind] = [kind] if kind is not None else ["task", "actor"]
-        specs = [OPTIONS[k][name] for k in kinds if name in OPTIONS[k]]
+        kinds: list[RemoteKind] = [kind] if kind is not None else ["task", "actor"]
+        specs = [REMOTE_OPTIONS[k][name] for k in kinds if name in REMOTE_OPTIONS[k]]
         if not specs:
             if kind is None or name not in ALL_OPTION_NAMES:
                 self._report_unknown(ctx, site.node, arg, kind, where)
@@ -636,7 +522,7 @@ meant and changes how the task or actor is scheduled.
                 return
             self._check_submission(ctx, arg, kind, value)
 
-    def _check_submission(self, ctx: Context, arg: cst.Arg, kind: Kind | None, value: LiteralValue) -> None:
+    def _check_submission(self, ctx: Context, arg: cst.Arg, kind: RemoteKind | None, value: LiteralValue) -> None:
         """Values the option table accepts but Ray refuses when the task or actor is submitted."""
         name = _arg_keyword(arg)
         if not value.known:
@@ -648,20 +534,20 @@ meant and changes how the task or actor is scheduled.
         elif kind == "actor" and name == "object_store_memory" and value.value is not None:
             ctx.report(arg, "`object_store_memory` on an actor is deprecated (DeprecationWarning) and reserves no object store memory; remove it and rely on object spilling")
 
-    def _report_unknown(self, ctx: Context, call: cst.Call, arg: cst.Arg, kind: Kind | None, where: Where) -> None:
+    def _report_unknown(self, ctx: Context, call: cst.Call, arg: cst.Arg, kind: RemoteKind | None, where: Where) -> None:
         name = _arg_keyword(arg)
         target = {"task": "remote functions", "actor": "actors", None: "remote functions or actors"}[kind]
         guess = suggestion(name, ALL_OPTION_NAMES)
         fix = None
         hint = ""
         if guess is not None:
-            valid_here = kind is None or guess in OPTIONS[kind]
+            valid_here = kind is None or guess in REMOTE_OPTIONS[kind]
             hint = f"; did you mean `{guess}`?" if valid_here else f"; did you mean `{guess}` (an option of {'actors' if kind == 'task' else 'remote functions'} only)?"
             if valid_here and kind is not None and not _has_keyword(call, guess):
                 fix = FixPlan(f"Rename `{name}` to `{guess}`", ((arg.keyword, guess),), Applicability.UNSAFE)
         ctx.report(arg, f"`{name}` is not a Ray option: Ray 2.60 raises `ValueError: Invalid option keyword {name} for {target}` {WHEN[where]}{hint}", fix)
 
-    def _report_misplaced(self, ctx: Context, arg: cst.Arg, kind: Kind, where: Where) -> None:
+    def _report_misplaced(self, ctx: Context, arg: cst.Arg, kind: RemoteKind, where: Where) -> None:
         name = _arg_keyword(arg)
         target = "remote functions" if kind == "task" else "actors"
         other = "actors" if kind == "task" else "remote functions (tasks)"

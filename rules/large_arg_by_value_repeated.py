@@ -9,7 +9,7 @@ import libcst as cst
 from ray_lint.diagnostics import Applicability, Severity, line_offsets
 from ray_lint.model import Binding, CallSite, Loop, Scope, SemanticModel, block_statements, root_name
 from ray_lint.rule import Context, FixPlan, Invalid, Rule, Valid
-from ray_lint.sizes import ALLOCATION_TOKENS, LARGE_OBJECT_OPTION, Size, threshold_bytes
+from ray_lint.sizes import ALLOCATION_TOKENS, LARGE_OBJECT_OPTION, Size, size_of, threshold_bytes
 
 # Text a file needs for `size_of` to fold anything in it: the allocators `ray_lint.sizes` knows, the
 # repetitions `b"x" * n` / `[0] * n`, and the `# ray-lint: large` marker.
@@ -241,8 +241,7 @@ the file, inside a lambda or a class body, or when the loop does not start its o
                     f"`{ctx.snippet(site.node.func)}()` on every loop iteration, so Ray copies it into the object store "
                     f"each time; `ray.put` it once before the loop and pass the ref"
                 )
-                facts = {"bytes": size.bytes, "iterations": model.literal_iterations(hoist_before)}
-                ctx.report(arg.value, message, _hoist_fix(ctx, site, binding, hoist_before), facts)
+                ctx.report(arg.value, message, _hoist_fix(ctx, site, binding, hoist_before))
 
 
 def _repeated_large_object(
@@ -255,7 +254,7 @@ def _repeated_large_object(
         return None
     if model.ref_origin(name, site.scope, site.index) is not None:
         return None
-    size = model.size_of(name, site.scope, site.index)
+    size = size_of(model, name, site.scope, site.index)
     if size is None or not size.at_least(threshold):
         return None
     if binding.scope is not _flow_scope(site.scope) and len(binding.scope.bindings[name.value]) != 1:

@@ -8,9 +8,9 @@ from dataclasses import dataclass
 import libcst as cst
 
 from ray_lint.diagnostics import Severity
-from ray_lint.model import AFTER_ALL, FunctionInfo, Scope, SemanticModel, iter_subtree, literal_number
+from ray_lint.model import AFTER_ALL, LARGE_MARKER, FunctionInfo, Scope, SemanticModel, iter_subtree, literal_number
 from ray_lint.rule import Context, Invalid, Rule, Valid
-from ray_lint.sizes import LARGE_MARKER, LARGE_OBJECT_OPTION, Size, threshold_bytes
+from ray_lint.sizes import LARGE_OBJECT_OPTION, Size, size_of, threshold_bytes
 
 # Text a file needs for `size_of` to fold anything in it: the allocators `ray_lint.sizes` knows, the
 # repetitions `b"x" * n` / `[0] * n`, and the `# ray-lint: large` marker (as in RAY030).
@@ -222,7 +222,6 @@ when an exception in the task is raised relative to the values already stored.
                     f"`{function.node.name.value}` returns {_describe(returned, count)} at once, so they are all in the "
                     "worker's heap until it returns; `yield` them one at a time instead (same `num_returns`, same caller), "
                     "so Ray stores each and the worker can free it before making the next",
-                    facts={"values": count, "bytes": [size.bytes for size in returned.sizes]},
                 )
 
 
@@ -319,13 +318,13 @@ def _large_elements(
             bindings = function.scope.bindings.get(expr.value, [])
             if len(bindings) != 1 or bindings[0].statement is None:
                 continue
-            size = model.size_of(expr, function.scope, AFTER_ALL)
+            size = size_of(model, expr, function.scope, AFTER_ALL)
             if size is not None and size.at_least(threshold):
                 named[expr.value] = bindings[0].statement
                 sizes.append(size)
         elif isinstance(expr, (cst.Call, cst.BinaryOperation)):
             site = model.call_site(expr) if isinstance(expr, cst.Call) else None
-            size = model.size_of(expr, function.scope, site.index if site is not None else AFTER_ALL)
+            size = size_of(model, expr, function.scope, site.index if site is not None else AFTER_ALL)
             if size is not None and size.at_least(threshold):
                 sizes.append(size)
     if len(sizes) < 2 or not _made_apart(function, node, named):
@@ -357,7 +356,7 @@ def _large_comprehension(model: SemanticModel, node: cst.Return, value: cst.List
     scope = _scope_of(model, value)
     if scope is None:
         return None
-    size = model.size_of(value.elt, scope, AFTER_ALL)
+    size = size_of(model, value.elt, scope, AFTER_ALL)
     if size is None or not size.at_least(threshold):
         return None
     loop = next((loop for loop in model.loops if loop.node is value), None)
@@ -396,7 +395,7 @@ def _large_filled_list(
             return None  # bound before the loop: the same object every time
     elif not isinstance(appended, (cst.Call, cst.BinaryOperation)):
         return None
-    size = model.size_of(appended, site.scope, site.index)
+    size = size_of(model, appended, site.scope, site.index)
     if size is None or not size.at_least(threshold):
         return None
     return _Returned(node, (size,), model.literal_iterations(site.loop), per_element=True)  # type: ignore[arg-type]

@@ -8,7 +8,7 @@ import libcst as cst
 from ray_lint.diagnostics import Severity
 from ray_lint.model import CallSite, RemoteDef, SemanticModel, literal_number
 from ray_lint.rule import REMOTE_MADE, Context, Invalid, Rule, Valid
-from ray_lint.sizes import format_bytes
+from ray_lint.sizes import format_bytes, size_of
 
 # Calls that read a whole file or model into the worker's heap.
 LOADERS = frozenset(
@@ -39,7 +39,7 @@ def _loads(model: SemanticModel, site: CallSite) -> str | None:
         opened = func.value.func
         if isinstance(opened, cst.Name) and opened.value == "open":
             return "`open(...).read()`"
-    size = model.size_of(call, site.scope, site.index)
+    size = size_of(model, call, site.scope, site.index)
     if size is not None and size.bytes is not None and size.bytes >= HEAVY_ALLOCATION:
         return f"an allocation of {format_bytes(size.bytes)}"
     return None
@@ -197,7 +197,7 @@ There is no automatic fix: the right amount depends on the data.
         for remote in tasks:
             if id(remote) not in loads:
                 continue
-            loop_call = _submitted_in_loop(model, remote)
+            loop_call = next((site.node for site, _, task in model.looped_submissions("task") if task is remote), None)
             if loop_call is None:
                 continue
             loaded, load_call = loads[id(remote)]
@@ -207,13 +207,3 @@ There is no automatic fix: the right amount depends on the data.
                 "with only one CPU per task to limit how many run at once on a node: together they may run it out of memory; "
                 "request `memory=` (about 1.25x one task's peak)",
             )
-
-
-def _submitted_in_loop(model: SemanticModel, remote: RemoteDef) -> cst.Call | None:
-    for site in model.calls_by_tail.get("remote", ()):
-        if site.loop is None:
-            continue
-        submission = model.submission(site.node)
-        if submission is not None and submission.kind == "task" and submission.remote is remote:
-            return site.node
-    return None

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from ray_lint.analyses.arrays import NUMPY_MAKERS
 from ray_lint.diagnostics import Severity
 from ray_lint.model import (
     MUTATING_METHODS,
@@ -19,8 +20,6 @@ from ray_lint.model import (
     root_name,
 )
 from ray_lint.rule import Context, Invalid, Rule, Valid
-
-from .mutate_zero_copy_array import NUMPY_MAKERS
 
 # Of the model's mutating methods, those that change a value's data (not a file, a connection or a
 # counter's side effects), plus numpy's in-place methods. `clear` is left out: emptying a container

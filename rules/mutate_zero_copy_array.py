@@ -10,6 +10,7 @@ from functools import partial
 
 import libcst as cst
 
+from ray_lint.analyses.arrays import NUMPY_MAKERS
 from ray_lint.diagnostics import Applicability, Severity
 from ray_lint.model import (
     AFTER_ALL,
@@ -25,16 +26,6 @@ from ray_lint.model import (
 )
 from ray_lint.rule import REMOTE_MADE, Context, FixPlan, Invalid, Rule, Valid
 
-# numpy calls whose result is always a fresh ndarray (with a non-object dtype unless `dtype=object`).
-NUMPY_MAKERS = frozenset(
-    f"numpy.{name}"
-    for name in (
-        "zeros", "ones", "empty", "full", "zeros_like", "ones_like", "empty_like", "full_like", "arange", "linspace",
-        "logspace", "eye", "identity", "array", "asarray", "ascontiguousarray", "copy", "concatenate", "stack", "vstack",
-        "hstack", "tile", "random.rand", "random.randn", "random.random", "random.random_sample", "random.uniform",
-        "random.normal", "random.randint", "random.standard_normal", "random.permutation",
-    )
-)
 NDARRAY_TYPES = frozenset({"numpy.ndarray", "numpy.typing.NDArray"})
 # ndarray methods that write into the array.
 INPLACE_METHODS = frozenset({"fill", "sort", "resize", "put", "itemset", "partition", "setfield"})

@@ -212,7 +212,6 @@ fails.
                 f"the loop waits for `{item}` from `{ctx.snippet(submission.call)}` and only then processes it "
                 f"(`{ctx.snippet(work.node)}`), so each fetch's round trip is idle time; request the next item "
                 "before processing this one (keep its ref and `ray.get` it at the top of the next iteration)",
-                facts={"method": submission.method},
             )
 
     def _pulls_work(self, loop: Loop, get: CallSite, facts: LoopResults) -> bool:

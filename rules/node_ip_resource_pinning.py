@@ -9,10 +9,8 @@ import libcst as cst
 
 from ray_lint.diagnostics import Severity
 from ray_lint.model import CallSite, SemanticModel, iter_subtree, literal_string
+from ray_lint.ray_api import bundle_dicts, placement_group_bundles, resource_request_sites, resources_dict, value_text
 from ray_lint.rule import Context, Invalid, Rule, Valid
-
-from .bad_resource_quantity import resource_request_sites, resources_dict, value_text
-from .resource_name_typo import bundle_dicts, placement_group_bundles
 
 PREFIX = "node:"
 # The head node's marker: the cluster does not outlive the head, so there is nowhere else to go.

@@ -10,9 +10,8 @@ import libcst as cst
 
 from ray_lint.diagnostics import Severity
 from ray_lint.model import AFTER_ALL, CallSite, ClassInfo, FunctionInfo, SemanticModel, iter_subtree, literal_string, path_to
+from ray_lint.ray_api import tolerates_reinit
 from ray_lint.rule import INIT_CALLED, Context, Invalid, Rule, Valid
-
-from .init_twice import tolerates_reinit
 
 FIXTURES = ("pytest.fixture", "pytest_asyncio.fixture")
 # Per-test setup hooks and the teardown that pairs with each.

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from ray_lint.analyses.loops import enclosing_iterations, exits_in_first_iteration
 from ray_lint.diagnostics import Applicability, Severity
 from ray_lint.model import (
     COMPREHENSIONS,
@@ -21,8 +22,6 @@ from ray_lint.model import (
     path_to,
 )
 from ray_lint.rule import REMOTE_MADE, Context, FixPlan, Invalid, Rule, Valid
-
-from .too_fine_grained_tasks import enclosing_iterations, exits_in_first_iteration
 
 # Decorators that make a function run its body once per distinct argument (or once at all).
 CACHE_WORDS = ("cache", "memo", "once", "singleton")
@@ -91,11 +90,8 @@ def _applications(model: SemanticModel) -> Iterator[_Application]:
 
 def _definition_binding(model: SemanticModel, node: cst.FunctionDef | cst.ClassDef) -> tuple[Scope, Loop | None] | None:
     """The scope a definition binds its name in, and the loop its definition runs in."""
-    for scope in model.scopes:
-        for binding in scope.bindings.get(node.name.value, ()):
-            if binding.node is node:
-                return scope, binding.loop
-    return None
+    binding = model.definition_binding(node)
+    return (binding.scope, binding.loop) if binding is not None else None
 
 
 def _free_names(model: SemanticModel, node: cst.CSTNode) -> set[str] | None:

@@ -3,22 +3,24 @@ custom resource, or one Ray refuses there, instead of using the keyword option."
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import libcst as cst
 
 from ray_lint.diagnostics import Applicability, Severity
 from ray_lint.model import CallSite, SemanticModel
+from ray_lint.ray_api import (
+    BUNDLE_KEY_OF,
+    KEYWORD_OF,
+    bundle_dicts,
+    dict_entries,
+    entries_moved_to_keywords,
+    expected_to_raise,
+    keyword_arg,
+    placement_group_bundles,
+    resource_request_sites,
+    resources_dict,
+)
 from ray_lint.rule import Context, FixPlan, Invalid, Rule, Valid
 
-from .bad_resource_quantity import dict_entries, expected_to_raise, keyword_arg, resource_request_sites, resources_dict
-from .resources_dict_cpu_gpu import move_entries_to_keywords
-
-# Keys of a task's or actor's `resources=` that mean a keyword option, and the keyword.
-KEYWORD_OF = {"num_cpus": "num_cpus", "num_gpus": "num_gpus", "cpu": "num_cpus", "gpu": "num_gpus", "memory": "memory"}
-# Keys of a placement-group bundle that mean a built-in resource ("memory" is one there, spelled so).
-BUNDLE_KEY_OF = {"num_cpus": "CPU", "num_gpus": "GPU", "cpu": "CPU", "gpu": "GPU"}
-PLACEMENT_GROUP = ("ray.util.placement_group", "ray.util.placement_group.placement_group")
 MEMORY_ERROR = "ValueError: The resources dictionary must not contain the key 'memory' or 'object_store_memory'"
 
 
@@ -36,27 +38,6 @@ def declared_resources(model: SemanticModel) -> set[str] | None:
             return None
         declared |= {key for key, _ in dict_entries(arg.value)}
     return declared
-
-
-def placement_group_bundles(model: SemanticModel) -> Iterator[tuple[CallSite, cst.BaseExpression]]:
-    """Each `placement_group(...)` call of Ray's, with its bundles argument (first positional or `bundles=`)."""
-    for name in PLACEMENT_GROUP:
-        for site in model.calls_to(name):
-            call = site.node
-            bundles = keyword_arg(call, "bundles")
-            first = call.args[0] if call.args and call.args[0].keyword is None and not call.args[0].star else None
-            value = bundles.value if bundles is not None else first.value if first is not None else None
-            if value is not None:
-                yield site, value
-
-
-def bundle_dicts(bundles: cst.BaseExpression) -> list[cst.Dict]:
-    """The dict literals written as bundles: the dicts of a list literal, or the dict of a list comprehension."""
-    if isinstance(bundles, cst.List):
-        return [e.value for e in bundles.elements if isinstance(e.value, cst.Dict)]
-    if isinstance(bundles, cst.ListComp) and isinstance(bundles.elt, cst.Dict):
-        return [bundles.elt]
-    return []
 
 
 class ResourceNameTypo(Rule):
@@ -260,12 +241,12 @@ name bound elsewhere.
         self, ctx: Context, site: CallSite, arg: cst.Arg, dictionary: cst.Dict, typos: list[tuple[str, cst.DictElement]]
     ) -> FixPlan | None:
         keyword_of = {key: KEYWORD_OF[key] for key, _ in typos}
-        text = move_entries_to_keywords(ctx, site.node, arg, dictionary, keyword_of)
-        if text is None:
+        moved = entries_moved_to_keywords(site.node, arg, dictionary, keyword_of)
+        if moved is None:
             return None
         safe = set(keyword_of) == {"memory"}
         keywords = ", ".join(f"`{keyword}=`" for keyword in dict.fromkeys(keyword_of.values()))
-        return FixPlan(f"Move to {keywords}", ((site.node, text),), Applicability.SAFE if safe else Applicability.UNSAFE)
+        return FixPlan(f"Move to {keywords}", ((site.node, ctx.code_for(moved)),), Applicability.SAFE if safe else Applicability.UNSAFE)
 
     def _bundle_fix(self, bundle: cst.Dict, typos: list[tuple[str, cst.DictElement]]) -> FixPlan | None:
         keys = [key for key, _ in dict_entries(bundle)]

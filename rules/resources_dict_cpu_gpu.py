@@ -7,13 +7,10 @@ from collections.abc import Iterator
 import libcst as cst
 
 from ray_lint.diagnostics import Applicability, Severity
-from ray_lint.model import CallSite, SemanticModel, literal_string
+from ray_lint.model import literal_string
+from ray_lint.ray_api import RESERVED_RESOURCES, entries_moved_to_keywords, keyword_arg, resource_option_calls, resources_dict
 from ray_lint.rule import Context, FixPlan, Invalid, Rule, Valid
 
-# Keys Ray reserves for `num_cpus` / `num_gpus` (the check in Ray is case-sensitive: "cpu" is a custom resource).
-RESERVED = {"CPU": "num_cpus", "GPU": "num_gpus"}
-# Ray Data methods whose `resources=` becomes the remote args of their tasks or actors.
-DATA_METHODS = ("map_batches", "map", "flat_map", "filter")
 TASK_ERROR = "Use the 'num_cpus' and 'num_gpus' keyword instead of 'CPU' and 'GPU' in 'resources' keyword"
 
 
@@ -163,58 +160,23 @@ bound elsewhere.
         if not model.imports_module("ray"):
             return
         seen: set[int] = set()
-        for site, where in self._calls(model):
+        for site, where in resource_option_calls(model):
             if id(site.node) in seen:
                 continue
             seen.add(id(site.node))
-            arg = next((a for a in site.node.args if a.keyword is not None and a.keyword.value == "resources"), None)
-            if arg is None:
-                continue
-            found = self._resources_dict(model, site, arg.value)
+            found = resources_dict(model, site)
             if found is None:
                 continue
-            dictionary, direct = found
+            arg, dictionary, direct = found
             keys = list(_reserved_keys(dictionary))
             if not keys:
                 continue
-            fixable = direct and not (where == "init" and any(a.keyword is not None and a.keyword.value == "address" for a in site.node.args))
+            fixable = direct and not (where == "init" and keyword_arg(site.node, "address") is not None)
             ctx.report(site.node, self._message(keys, where), self._fix(ctx, site.node, arg, dictionary) if fixable else None)
-
-    def _calls(self, model: SemanticModel) -> Iterator[tuple[CallSite, str]]:
-        for site in model.calls_to("ray.remote"):
-            yield site, "remote"
-        for site in model.calls_to("ray.init"):
-            yield site, "init"
-        remote_calls = {id(s.node.func.value) for s in model.calls_by_tail.get("remote", ()) if isinstance(s.node.func, cst.Attribute)}
-        for site in model.calls_by_tail.get("options", ()):
-            func = site.node.func
-            if not isinstance(func, cst.Attribute):
-                continue
-            if id(site.node) in remote_calls or model.remote_def_of(func.value, site.scope, site.index) is not None:
-                yield site, "options"
-        for method in DATA_METHODS:
-            for site in model.calls_by_tail.get(method, ()):
-                if isinstance(site.node.func, cst.Attribute):
-                    yield site, "data"
-
-    def _resources_dict(self, model: SemanticModel, site: CallSite, value: cst.BaseExpression) -> tuple[cst.Dict, bool] | None:
-        """The dict literal given as `resources=`, and whether it is written in the call itself."""
-        if isinstance(value, cst.Dict):
-            return value, True
-        if not isinstance(value, cst.Name):
-            return None
-        binding = model.reaching_binding(value.value, site.scope, site.index)
-        if binding is None or binding.kind != "assign" or not isinstance(binding.value, cst.Dict):
-            return None
-        if len(binding.scope.bindings.get(value.value, [])) != 1 or value.value in binding.scope.globals:
-            return None
-        if _changed(model, value.value):
-            return None
-        return binding.value, False
 
     def _message(self, keys: list[str], where: str) -> str:
         named = " and ".join(f'`"{key}"`' for key in keys)
-        keywords = " / ".join(f"`{RESERVED[key]}`" for key in keys)
+        keywords = " / ".join(f"`{RESERVED_RESOURCES[key]}`" for key in keys)
         if where == "init":
             return (
                 f"`ray.init(resources=...)` names {named}, which are not custom resources: Ray refuses them "
@@ -224,46 +186,10 @@ bound elsewhere.
         return f"`resources=` names {named}, which Ray 2.60 rejects {when} (ValueError: {TASK_ERROR}); use {keywords}"
 
     def _fix(self, ctx: Context, call: cst.Call, arg: cst.Arg, dictionary: cst.Dict) -> FixPlan | None:
-        text = move_entries_to_keywords(ctx, call, arg, dictionary, RESERVED)
-        if text is None:
+        moved = entries_moved_to_keywords(call, arg, dictionary, RESERVED_RESOURCES)
+        if moved is None:
             return None
-        return FixPlan("Move `CPU` / `GPU` to `num_cpus` / `num_gpus`", ((call, text),), Applicability.SAFE)
-
-
-def move_entries_to_keywords(
-    ctx: Context, call: cst.Call, arg: cst.Arg, dictionary: cst.Dict, keyword_of: dict[str, str]
-) -> str | None:
-    """The call's source with each `resources=` entry whose key is in `keyword_of` moved to that keyword
-    argument, in the place of `resources=` (dropped when nothing is left in it); None when the call
-    unpacks `**kwargs` or already has one of the keywords."""
-    if any(a.star == "**" for a in call.args):
-        return None
-    present = {a.keyword.value for a in call.args if a.keyword is not None}
-    position = list(call.args).index(arg)
-    previous = call.args[position - 1].comma if position else None
-    separator = previous if isinstance(previous, cst.Comma) else cst.MaybeSentinel.DEFAULT  # keeps a multi-line layout
-    moved: list[cst.Arg] = []
-    kept: list[cst.BaseDictElement] = []
-    for element in dictionary.elements:
-        key = literal_string(element.key) if isinstance(element, cst.DictElement) else None
-        if key is None or key not in keyword_of:
-            kept.append(element)
-            continue
-        keyword = keyword_of[key]
-        if keyword in present:
-            return None
-        present.add(keyword)
-        moved.append(cst.Arg(value=element.value, keyword=cst.Name(keyword), equal=arg.equal, comma=separator))
-    if kept:
-        last = dictionary.elements[-1]
-        if kept[-1] is not last:
-            kept[-1] = kept[-1].with_changes(comma=last.comma)
-        moved.append(arg.with_changes(value=dictionary.with_changes(elements=kept)))
-    moved[-1] = moved[-1].with_changes(comma=arg.comma)
-    args: list[cst.Arg] = []
-    for existing in call.args:
-        args.extend(moved if existing is arg else [existing])
-    return ctx.code_for(call.with_changes(args=args))
+        return FixPlan("Move `CPU` / `GPU` to `num_cpus` / `num_gpus`", ((call, ctx.code_for(moved)),), Applicability.SAFE)
 
 
 def _reserved_keys(dictionary: cst.Dict) -> Iterator[str]:
@@ -271,17 +197,6 @@ def _reserved_keys(dictionary: cst.Dict) -> Iterator[str]:
     for element in dictionary.elements:
         if isinstance(element, cst.DictElement):
             key = literal_string(element.key)
-            if key in RESERVED and key not in found:
+            if key in RESERVED_RESOURCES and key not in found:
                 found.append(key)
     yield from sorted(found)
-
-
-def _changed(model: SemanticModel, name: str) -> bool:
-    """Whether the dict a name holds may be changed in place (`res[k] = ...`, `del res[k]`, `res.pop(...)`)."""
-    if any(isinstance(store.target, cst.Subscript) and isinstance(store.target.value, cst.Name) and store.target.value.value == name for store in model.stores):
-        return True
-    for site in model.calls:
-        func = site.node.func
-        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == name:
-            return True
-    return False

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from ray_lint.analyses.loops import enclosing_iterations, exits_in_first_iteration, sleeps_in
 from ray_lint.diagnostics import Severity
 from ray_lint.model import (
     COMPREHENSIONS,
@@ -18,8 +19,6 @@ from ray_lint.model import (
     names_read,
 )
 from ray_lint.rule import Context, Invalid, Option, Rule, Valid
-
-from .too_fine_grained_tasks import enclosing_iterations, exits_in_first_iteration, sleeps_in
 
 # Words in a called name that say the call runs for a long time: a training run, a search, a solver.
 LONG_WORDS = ("train", "fit", "tune", "sweep", "simulat", "solve", "optimiz", "search", "epoch", "serve", "benchmark")
@@ -302,5 +301,4 @@ changes the structure of the code.
             f"initialisation and model loading, most of the time of a body this short ({statements} "
             f"statement{'s' if statements != 1 else ''}); use a GPU actor that keeps the model loaded, batch the inputs, "
             "or set `max_calls=0` if the task does not leak GPU memory",
-            facts={"iterations": iterations, "function": remote.name},
         )

@@ -2,27 +2,38 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import libcst as cst
 
 from ray_lint.diagnostics import Severity
+from ray_lint.experiment import Experiment, Plan, Subject, Variant, script, timed
 from ray_lint.model import COMPREHENSIONS, CallSite, Loop, RemoteDef, SemanticModel
 from ray_lint.rule import Context, Invalid, Rule, Valid
-from ray_lint.verify.experiment import Experiment, Plan, Subject, Variant, script, timed
 
 COLLECTING_METHODS = frozenset({"append", "appendleft", "add", "put", "put_nowait", "insert"})
 # Options that make an actor a deliberate singleton: a named or detached service.
 SINGLETON_OPTIONS = ("name", "lifetime", "get_if_exists")
 
 
-class SingleActorBottleneckExperiment(Experiment):
+@dataclass(frozen=True)
+class CallFacts:
+    """What the experiment needs of the flagged loop of calls."""
+
+    iterations: int | None  # when the code says how many calls the loop makes
+
+
+class SingleActorBottleneckExperiment(Experiment[CallFacts]):
     """The calls replayed on one actor and spread over one actor per CPU: RAY010 has no fix to apply,
     so this is the comparison its docs recommend, with calls of a known duration."""
+
+    facts_type = CallFacts
 
     CALL_SECONDS = 0.25
     ASSUMED_CALLS = 8
 
     def plan(self, subject: Subject) -> Plan | str:
-        known = subject.facts.get("iterations")
+        known = self.facts(subject).iterations
         calls = known if known is not None else self.ASSUMED_CALLS
         actors = max(2, int(subject.cluster_cpus))
         worker = f"@ray.remote\nclass Worker:\n    def work(self, i):\n        time.sleep({self.CALL_SECONDS})\n        return i\n\n"
@@ -230,7 +241,7 @@ There is no automatic fix: how many actors to run depends on their memory and th
                 f"every call of `{submission.method}` in this loop goes to the one `{actor.name}` actor "
                 f"`{handle.value}`, which runs them one at a time, and `{submission.method}` keeps no state between calls: "
                 "spread them over several actors (`ray.util.ActorPool`) or make it a task",
-                facts={"iterations": iterations, "actor": actor.name, "method": submission.method},
+                facts=CallFacts(iterations),
             )
 
     def _serializes(self, model: SemanticModel, actor: RemoteDef) -> bool:

@@ -6,10 +6,8 @@ import libcst as cst
 
 from ray_lint.diagnostics import Severity
 from ray_lint.model import CallSite, FunctionInfo, RemoteDef, RemoteOptions, SemanticModel, iter_subtree, literal_string
+from ray_lint.ray_api import expected_to_raise, options_at_call
 from ray_lint.rule import Context, Invalid, Rule, Valid
-
-from .bad_resource_quantity import expected_to_raise
-from .get_api_misuse import options_at_call
 
 # Calls that start work which outlives the method that starts it.
 BACKGROUND_STARTERS = {

@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import libcst as cst
 
 from ray_lint.diagnostics import Severity
+from ray_lint.experiment import (
+    EvidenceExperiment,
+    Plan,
+    Status,
+    Subject,
+    Variant,
+    script,
+)
 from ray_lint.model import (
     ALL_CORES,
     CallSite,
@@ -18,14 +27,6 @@ from ray_lint.model import (
     path_to,
 )
 from ray_lint.rule import Context, Invalid, Rule, Valid
-from ray_lint.verify.experiment import (
-    EvidenceExperiment,
-    Plan,
-    Status,
-    Subject,
-    Variant,
-    script,
-)
 
 Count = float | None  # a number of threads, ALL_CORES, or None when unknown
 
@@ -89,13 +90,25 @@ __ray_lint_evidence__ = ray.get(probe.remote())
 """
 
 
-class ThreadOversubscriptionExperiment(EvidenceExperiment):
+@dataclass(frozen=True)
+class PoolFacts:
+    """The flagged call (its code, and its `n_jobs=` argument's) or OpenCV, and the task's CPUs."""
+
+    num_cpus: float
+    call: str | None = None
+    n_jobs: str | None = None
+    opencv: bool = False
+
+
+class ThreadOversubscriptionExperiment(EvidenceExperiment[PoolFacts]):
     """Run the flagged call inside a task with the task's `num_cpus`, and read the thread pools the
     libraries report, next to the same task without the call (Ray's defaults)."""
 
+    facts_type = PoolFacts
+
     def plan(self, subject: Subject) -> Plan | str:
-        facts = subject.facts
-        needed = {"cv2"} if facts.get("opencv") else names_read(cst.parse_expression(facts["n_jobs"] or facts["call"]))
+        facts = self.facts(subject)
+        needed = {"cv2"} if facts.opencv else names_read(cst.parse_expression(facts.n_jobs or facts.call or ""))
         imports = "\n".join(
             "    " + cst.Module([]).code_for_node(statement).strip()
             for statement in cst.parse_module(subject.text).body
@@ -103,19 +116,19 @@ class ThreadOversubscriptionExperiment(EvidenceExperiment):
             and all(isinstance(small, (cst.Import, cst.ImportFrom)) for small in statement.body)
             and _binds(statement) & needed
         ) or "    pass"
-        if facts.get("opencv"):
+        if facts.opencv:
             action = "    import cv2"
-        elif facts.get("n_jobs") is not None:
-            action = f"    import joblib\n    extra['joblib.effective_n_jobs()'] = joblib.effective_n_jobs({facts['n_jobs']})"
+        elif facts.n_jobs is not None:
+            action = f"    import joblib\n    extra['joblib.effective_n_jobs()'] = joblib.effective_n_jobs({facts.n_jobs})"
         else:
-            action = f"    value = {facts['call']}"
-        flagged = THREAD_PROBE.format(num_cpus=facts["num_cpus"], imports=imports, action=action)
-        baseline = THREAD_PROBE.format(num_cpus=facts["num_cpus"], imports=imports, action="    pass")
+            action = f"    value = {facts.call}"
+        flagged = THREAD_PROBE.format(num_cpus=facts.num_cpus, imports=imports, action=action)
+        baseline = THREAD_PROBE.format(num_cpus=facts.num_cpus, imports=imports, action="    pass")
         return Plan(
             Variant("with the call", script(flagged)),
             Variant("Ray's defaults", script(baseline)),
             "evidence",
-            f"the flagged call run in a task with num_cpus={facts['num_cpus']:g}, thread pools read back",
+            f"the flagged call run in a task with num_cpus={facts.num_cpus:g}, thread pools read back",
         )
 
     def read(self, subject: Subject, flagged: Any, compared: Any) -> tuple[Status, str]:
@@ -243,11 +256,7 @@ cluster.
             count = self._count(model, site, name)
             if count is not None and count > share:
                 n_jobs = next((a.value for a in site.node.args if a.keyword and a.keyword.value == "n_jobs"), None)
-                facts = {
-                    "num_cpus": share,
-                    "call": ctx.code_for(site.node),
-                    "n_jobs": ctx.code_for(n_jobs) if n_jobs is not None else None,
-                }
+                facts = PoolFacts(share, ctx.code_for(site.node), ctx.code_for(n_jobs) if n_jobs is not None else None)
                 ctx.report(site.node, self._message(ctx, site, remote, count, share), facts=facts)
             elif name is not None and name.startswith("cv2.") and not has_cv2_threads and id(remote) not in warned_cv2:
                 warned_cv2.add(id(remote))
@@ -256,7 +265,7 @@ cluster.
                     f"OpenCV in {_kind(remote)} `{remote.name}` starts a thread per core in every worker (it ignores "
                     "`OMP_NUM_THREADS`, which Ray sets to the task's CPUs); call `cv2.setNumThreads(1)` (or the "
                     "task's `num_cpus`) in the task first",
-                    facts={"num_cpus": share, "call": None, "n_jobs": None, "opencv": True},
+                    facts=PoolFacts(share, opencv=True),
                 )
 
     def _count(self, model: SemanticModel, site: CallSite, name: str | None) -> Count:

@@ -7,9 +7,9 @@ import re
 
 import libcst as cst
 
+from ray_lint.analyses.loops import SLEEPS, enclosing_iterations, exits_in_first_iteration, sleeps_in
 from ray_lint.diagnostics import Severity
 from ray_lint.model import (
-    COMPREHENSIONS,
     CallSite,
     FunctionInfo,
     Loop,
@@ -35,7 +35,6 @@ CHEAP_MATH = frozenset(
         "math.degrees", "math.tanh",
     }
 )
-SLEEPS = ("time.sleep", "asyncio.sleep")
 # Parameter names that say the task gets a batch or an array, whose arithmetic is real work.
 BATCH_WORDS = frozenset(
     {
@@ -54,32 +53,6 @@ _CHEAP_OPERATORS = (
 _BOUNDED_OPERATORS = (cst.Power, cst.LeftShift)  # cheap with a small literal right-hand side
 _LEAVES = (cst.Name, cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString, cst.Ellipsis)
 _CONTAINERS = (cst.Tuple, cst.List, cst.Set)
-
-
-def enclosing_iterations(model: SemanticModel, loop: Loop) -> int | None:
-    """How many times code in `loop` runs, counting the loops around it in the same function: the
-    product of their literal counts (`range(k)`, a literal list), or None when one is unknown."""
-    total = 1
-    current: Loop | None = loop
-    while current is not None:
-        count = model.literal_iterations(current)
-        if count is None:
-            return None
-        total *= count
-        current = current.parent
-    return total
-
-
-def exits_in_first_iteration(loop: Loop) -> bool:
-    """A `for` or `while` whose body always leaves at its top level (`break`, `return`, `raise`)."""
-    if isinstance(loop.node, COMPREHENSIONS):
-        return False
-    return any(isinstance(statement, (cst.Break, cst.Return, cst.Raise)) for statement in block_statements(loop.node.body))
-
-
-def sleeps_in(model: SemanticModel, loop: Loop) -> bool:
-    """Whether the loop sleeps (a polling or pacing loop: the sleep, not the task, sets its pace)."""
-    return any(loop.contains_index(site.index) for name in SLEEPS for site in model.calls_to(name))
 
 
 def _varies_per_iteration(model: SemanticModel, site: CallSite) -> bool:
@@ -507,5 +480,4 @@ on the workload.
             site.node,
             f"`{name}` does almost no work ({body}) but is submitted as its own task in {loop}: each task costs Ray "
             f"about 0.5-1 ms{overhead}, far more than the work; give each task a batch of elements instead",
-            facts={"iterations": iterations, "function": name},
         )

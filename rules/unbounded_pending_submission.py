@@ -220,7 +220,6 @@ cluster.
             f"{count} calls go to the one actor `{ctx.snippet(submission.handle)}` without waiting for any: past "
             f"{EXCESS_QUEUEING_THRESHOLD} pending calls Ray warns \"More than {EXCESS_QUEUEING_THRESHOLD} tasks are pending "
             "submission to actor\"; wait on batches with `ray.wait`, or set `max_pending_calls` on the actor",
-            facts={"iterations": count},
         )
 
 

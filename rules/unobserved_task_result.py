@@ -6,10 +6,8 @@ import libcst as cst
 
 from ray_lint.diagnostics import Severity
 from ray_lint.model import Binding, CallSite, Scope, SemanticModel, Submission, iter_subtree, literal_number
+from ray_lint.ray_api import declared_num_returns, expected_to_raise
 from ray_lint.rule import Context, Invalid, Rule, Valid
-
-from .bad_resource_quantity import expected_to_raise
-from .get_api_misuse import declared_num_returns
 
 
 class UnobservedTaskResult(Rule):

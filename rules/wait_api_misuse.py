@@ -4,18 +4,11 @@ from __future__ import annotations
 
 import libcst as cst
 
+from ray_lint.analyses.ref_arguments import literal_item_problem, non_list_collection, non_ref_literal
 from ray_lint.diagnostics import Severity
 from ray_lint.model import CallSite, Scope, SemanticModel, iter_subtree, literal_number, literal_string, scope_within
+from ray_lint.ray_api import declared_num_returns, first_argument, signature_problem
 from ray_lint.rule import Context, Invalid, Rule, Valid
-
-from .get_api_misuse import (
-    declared_num_returns,
-    first_argument,
-    literal_item_problem,
-    non_list_collection,
-    non_ref_literal,
-    signature_problem,
-)
 
 WAIT_KEYWORDS = ("ray_waitables", "num_returns", "timeout", "fetch_local")
 LIST_ERROR = "wait() expected a list of ray.ObjectRef or ray.ObjectRefGenerator"

@@ -34,3 +34,13 @@ def test_lsp_latency_runs_against_the_real_server(tmp_path: Path) -> None:
     )
     assert proc.returncode == 0, proc.stderr
     assert "debounce   0 ms: didChange -> publishDiagnostics median" in proc.stdout
+
+
+def test_scaling_counts_one_finding_per_copy() -> None:
+    proc = subprocess.run(
+        [sys.executable, str(BENCHMARKS / "scaling.py"), "--copies", "2", "5"],
+        capture_output=True, text=True, timeout=120, env={**os.environ, "COLUMNS": "200"},
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "per-line time at 5 copies / at 2:" in proc.stdout
+    assert "peak RSS at 5 copies:" in proc.stdout

@@ -1,15 +1,20 @@
 """Packaging: the wheel holds the right files, installs into a bare virtualenv and lints there without
-Ray; the editable install maps `ray_lint.rules` onto the checkout's top-level `rules/` directory.
+Ray; the editable install maps `ray_lint.rules` onto the checkout's top-level `rules/` directory; and
+`ray_lint.rules` always comes from the same tree as `ray_lint` itself: a plain checkout on PYTHONPATH,
+a second git worktree sharing this virtualenv, the wheel.
 
-The virtualenv tests install the wheel's dependencies (libcst, pathspec, rich) from PyPI.
+The bare-virtualenv tests install the wheel's dependencies (libcst, pathspec, rich) from the package
+index; the others need no network (the wheel is built without build isolation).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+import sysconfig
 import zipfile
 from pathlib import Path
 
@@ -171,3 +176,88 @@ def test_editable_install_maps_rules_to_the_checkout(tmp_path: Path) -> None:
     assert Path(rules_dir).resolve() == (REPO / "rules").resolve()
     assert Path(module_file).resolve() == (REPO / "rules" / "get_in_loop.py").resolve()
     assert Path(package_dir).resolve() == (REPO / "ray_lint").resolve()
+
+
+# ---------------------------------------------------------------------------- `ray_lint.rules` beside `ray_lint`
+
+# Prints where `ray_lint`, `ray_lint.rules` and every rule's module come from, and which meta path
+# finders are installed (setuptools' editable finder is `_EditableFinder`).
+WHERE_FROM = (
+    "import json, sys, ray_lint, ray_lint.rules\n"
+    "from ray_lint.rule import all_rules\n"
+    "print(json.dumps({'package': list(ray_lint.__path__), 'rules': list(ray_lint.rules.__path__),\n"
+    "    'modules': sorted({sys.modules[r.__module__].__file__ for r in all_rules()}),\n"
+    "    'finders': [getattr(f, '__name__', type(f).__name__) for f in sys.meta_path]}))\n"
+)
+
+
+def _where_from(python_args: list[str | Path], cwd: Path, pythonpath: list[Path | str] | None = None) -> dict[str, list[str]]:
+    env = _clean_env()
+    if pythonpath is not None:
+        env["PYTHONPATH"] = os.pathsep.join(map(str, pythonpath))
+    proc = subprocess.run(
+        [str(a) for a in [*python_args, "-c", WHERE_FROM]], cwd=cwd, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, _explain(proc)
+    return json.loads(proc.stdout)
+
+
+def _assert_rules_from(found: dict[str, list[str]], package: Path, rules: Path) -> None:
+    assert [Path(p).resolve() for p in found["package"]][0] == package.resolve(), found["package"]
+    assert [Path(p).resolve() for p in found["rules"]] == [rules.resolve()]
+    assert found["modules"], "no rule found"
+    outside = [m for m in found["modules"] if not Path(m).resolve().is_relative_to(rules.resolve())]
+    assert outside == [], f"rule modules from elsewhere: {outside}"
+
+
+def _site_packages_without_install() -> str:
+    """This virtualenv's site-packages as a plain PYTHONPATH entry: its libraries import, but its `.pth`
+    files (the editable install of ray-lint among them) are not run, as under `python -S`."""
+    return sysconfig.get_paths()["purelib"]
+
+
+def test_plain_checkout_on_pythonpath_finds_rules_beside_the_package(tmp_path: Path) -> None:
+    """`PYTHONPATH=. python` in a checkout where ray-lint is not installed (`-S`: no editable finder)."""
+    found = _where_from([sys.executable, "-S"], tmp_path, [REPO, _site_packages_without_install()])
+    assert "_EditableFinder" not in found["finders"], "ray-lint is installed here, so this would not test a plain checkout"
+    _assert_rules_from(found, REPO / "ray_lint", REPO / "rules")
+
+
+@pytest.fixture(scope="module")
+def second_worktree(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A second worktree of a clone of this repository (the repository itself gets no worktree), holding
+    this checkout's current `ray_lint/` and `rules/`, committed or not: they are what is under test."""
+    if not (REPO / ".git").exists():
+        pytest.skip("not a git checkout")
+    root = tmp_path_factory.mktemp("worktree")
+    clone, worktree = root / "clone", root / "second"
+    for command in (
+        ["git", "clone", "--quiet", "--no-hardlinks", REPO, clone],
+        ["git", "-C", clone, "worktree", "add", "--quiet", "--detach", worktree],
+    ):
+        proc = _run(command, cwd=root)
+        assert proc.returncode == 0, _explain(proc)
+    ignore = shutil.ignore_patterns("__pycache__")
+    for name in ("ray_lint", "rules"):
+        shutil.copytree(REPO / name, worktree / name, ignore=ignore, dirs_exist_ok=True)
+    return worktree
+
+
+def test_second_worktree_sharing_the_virtualenv_uses_its_own_rules(second_worktree: Path) -> None:
+    """Run from the worktree with this virtualenv's python, whose editable install points at the first
+    checkout: `ray_lint` comes from the worktree (the working directory is first on sys.path), and so
+    must `ray_lint.rules`."""
+    found = _where_from([sys.executable], second_worktree)
+    _assert_rules_from(found, second_worktree / "ray_lint", second_worktree / "rules")
+
+
+def test_wheel_installed_without_the_checkout_uses_its_packaged_rules(wheel: Path, tmp_path: Path) -> None:
+    """The wheel, installed into a directory of its own without dependencies or the index, and run with
+    no editable finder: `ray_lint.rules` is the packaged `ray_lint/rules/`, and nothing is added to
+    the package's search path."""
+    target = tmp_path / "site"
+    proc = _run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-index", "--target", target, wheel], cwd=tmp_path)
+    assert proc.returncode == 0, _explain(proc)
+    found = _where_from([sys.executable, "-S"], tmp_path, [target, _site_packages_without_install()])
+    _assert_rules_from(found, target / "ray_lint", target / "ray_lint" / "rules")
+    assert [Path(p).resolve() for p in found["package"]] == [(target / "ray_lint").resolve()]

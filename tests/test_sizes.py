@@ -6,7 +6,7 @@ import libcst as cst
 import pytest
 
 from ray_lint.model import SemanticModel
-from ray_lint.sizes import format_bytes
+from ray_lint.sizes import format_bytes, size_of
 
 
 def size_of_last(source: str) -> int | None | str:
@@ -14,7 +14,7 @@ def size_of_last(source: str) -> int | None | str:
     model = SemanticModel(cst.parse_module(source))
     statement = model.module.body[-1].body[0]  # type: ignore[attr-defined]
     expr = statement.value
-    size = model.size_of(expr, model.module_scope, 1 << 30)
+    size = size_of(model, expr, model.module_scope, 1 << 30)
     if size is None:
         return "unknown"
     return size.bytes

@@ -6,12 +6,15 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import signal
 import subprocess
 import sys
 import tempfile
 import textwrap
+import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -19,8 +22,8 @@ import psutil
 import pytest
 
 from ray_lint.config import Resolver, parse_layer
-from ray_lint.verify.cluster import Cluster
-from ray_lint.verify.experiment import Run, Verdict
+from ray_lint.cluster import Cluster
+from ray_lint.experiment import Run, Verdict
 from ray_lint.verify.report import render_html
 from ray_lint.verify.runner import verify
 
@@ -214,49 +217,111 @@ def assert_cluster_still_works(cluster: Cluster, directory: Path) -> None:
     assert only(verdicts, "RAY040").status == "confirmed"
 
 
-def _live_processes() -> Iterator[tuple[int, int, str, str]]:
-    """(pid, parent pid, name, command line) of every process (psutil leaves what it cannot read None)."""
-    for process in psutil.process_iter(["pid", "ppid", "name", "cmdline"]):
-        info = process.info
-        yield info["pid"], info["ppid"], info["name"] or "", " ".join(info["cmdline"] or [])
-
-
 def _is_ray_worker(name: str, cmdline: str) -> bool:
     return name.startswith("ray::") or "ray::" in cmdline or "default_worker.py" in cmdline
 
 
-def _leftovers(temp_root: str, before: set[int]) -> set[int]:
-    """Processes of the command's cluster still alive: those naming its temporary directory, and new
-    Ray workers orphaned to init (a cleanly stopped cluster leaves neither)."""
-    found = set()
-    for pid, ppid, name, cmdline in _live_processes():
-        orphan_worker = ppid == 1 and _is_ray_worker(name, cmdline)
-        if temp_root in cmdline or (orphan_worker and pid not in before):
-            found.add(pid)
+def _describe(process: psutil.Process) -> str | None:
+    """`name: command line` of a live process; None for one that is gone or a zombie (dead, not yet
+    reaped: nothing is left of it but its exit status)."""
+    try:
+        with process.oneshot():
+            if process.status() == psutil.STATUS_ZOMBIE:
+                return None
+            return f"{process.name()}: {' '.join(process.cmdline())[:160]}"
+    except psutil.Error:
+        return None
+
+
+def _session_processes(session_id: int, temp_root: str) -> dict[int, str]:
+    """Live processes of the session that `session_id` led, and any naming `temp_root`: everything a
+    command started with `start_new_session=True` started in turn, since Ray's GCS, raylet and workers
+    keep their parent's session (and keep it when re-parented to init after that parent exits), with
+    the command's own temporary root as a second witness. Other programs' processes, Ray ones
+    included, are in other sessions and name other directories."""
+    found = {}
+    for process in psutil.process_iter(["pid", "cmdline"]):
+        try:
+            ours = os.getsid(process.pid) == session_id or any(temp_root in part for part in process.info["cmdline"] or ())
+        except (OSError, TypeError):
+            continue
+        description = _describe(process) if ours else None
+        if description is not None:
+            found[process.pid] = description
     return found
 
 
-def test_command_end_to_end_cleans_up_and_ignores_inherited_ray_address(cluster: Cluster, tmp_path: Path) -> None:
+def _wait_for_none(find: Callable[[], dict[int, str]], grace_s: float) -> dict[int, str]:
+    """What `find` still finds after up to `grace_s` seconds (processes killed or told to stop take a
+    moment to go; a leak stays)."""
+    deadline = time.monotonic() + grace_s
+    found = find()
+    while found and time.monotonic() < deadline:
+        time.sleep(0.5)
+        found = find()
+    return found
+
+
+@pytest.fixture
+def short_temp_root() -> Iterator[str]:
+    """A temporary root of this test's own, for the command's TMPDIR. Not under tmp_path: the command
+    starts a Ray cluster there, and Ray's socket paths must fit in 108 bytes."""
+    root = tempfile.mkdtemp(prefix="rlt-", dir="/tmp")
+    yield root
+    shutil.rmtree(root, ignore_errors=True)
+
+
+def test_command_end_to_end_cleans_up_and_ignores_inherited_ray_address(
+    cluster: Cluster, tmp_path: Path, short_temp_root: str,
+) -> None:
     (tmp_path / "gpu.py").write_text("import ray\n@ray.remote\ndef f(m):\n    return m.cuda()\n", encoding="utf-8")
-    temp_root = tempfile.mkdtemp(prefix="rlt-", dir="/tmp")  # short: Ray's socket paths must fit in 108 bytes
-    before = {p.pid for p in psutil.process_iter()}
+    temp_root = short_temp_root
     env = {**os.environ, "RAY_ADDRESS": "127.0.0.1:1", "PYTHONIOENCODING": "utf-8", "TMPDIR": temp_root}
-    proc = subprocess.run(
+    command = subprocess.Popen(  # in a session of its own: what it leaves behind is found by session id
         [sys.executable, "-m", "ray_lint", "verify", str(tmp_path), "--num-cpus", "1", "--repeat", "1",
          "--output-format", "json", "--trace-dir", str(tmp_path / "traces"), "--report", str(tmp_path / "report.html")],
-        capture_output=True, text=True, env=env, timeout=300, cwd=tmp_path,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True, env=env, cwd=tmp_path,
+        start_new_session=True,
     )
-    assert proc.returncode == 1, proc.stderr  # a confirmed finding
-    assert "executes the code" in proc.stderr
-    (verdict,) = json.loads(proc.stdout)
+    try:
+        stdout, stderr = command.communicate(timeout=300)
+    finally:
+        if command.poll() is None:  # timed out: take its session down with it, then fail
+            os.killpg(command.pid, signal.SIGKILL)
+            command.communicate()
+    assert command.returncode == 1, stderr  # a confirmed finding
+    assert "executes the code" in stderr
+    (verdict,) = json.loads(stdout)
     assert (verdict["code"], verdict["status"]) == ("RAY040", "confirmed")
     assert sorted(p.name for p in (tmp_path / "traces").iterdir()) == [
         "00-gpu-RAY040-L2-a.json", "00-gpu-RAY040-L2-b.json",
     ]
     report = (tmp_path / "report.html").read_text(encoding="utf-8")
     assert "gpu.py:2 RAY040" in report and "confirmed" in report and "<svg" in report
-    assert not _leftovers(temp_root, before), "Ray processes left behind"
+    leftovers = _wait_for_none(lambda: _session_processes(command.pid, temp_root), grace_s=10)
+    assert not leftovers, f"processes of the command left behind: {leftovers}"
     assert os.listdir(temp_root) == [], "the cluster's temporary directory was not removed"
+
+
+def test_leftover_search_finds_a_process_that_outlived_the_command(tmp_path: Path) -> None:
+    """The search above can fail: a process the command started that outlives it, re-parented to init,
+    is found by its session; a process of another session is not."""
+    command = subprocess.Popen(
+        ["/bin/sh", "-c", "sleep 60 >/dev/null 2>&1 & echo $!"],
+        stdout=subprocess.PIPE, text=True, start_new_session=True,
+    )
+    stray = int(command.communicate(timeout=30)[0])
+    elsewhere = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    try:
+        found = _session_processes(command.pid, "/nonexistent-temp-root")
+        assert list(found) == [stray] and "sleep" in found[stray]
+        assert elsewhere.pid not in _session_processes(command.pid, "/nonexistent-temp-root")
+        assert elsewhere.pid in _session_processes(elsewhere.pid, "/nonexistent-temp-root")
+    finally:
+        os.kill(stray, signal.SIGKILL)
+        elsewhere.kill()
+        elsewhere.wait()
+    assert _wait_for_none(lambda: _session_processes(command.pid, "/nonexistent-temp-root"), grace_s=10) == {}
 
 
 def test_help_says_it_executes_code() -> None:
@@ -334,26 +399,43 @@ SOAK_ROUNDS: list[tuple[str, dict[str, str], float]] = [  # (kind, files, time l
 ]
 
 
-def _run_processes(cluster: Cluster, before: set[int], soak_dir: str) -> dict[int, str]:
-    """Processes the soak's runs may have started that are still alive: probes, anything naming the
-    soak's directories, Ray workers orphaned to init, and new processes outside the session cluster
-    (not under its raylet and GCS, which Ray itself manages)."""
+SOAK_MARKER = "RAY_LINT_TEST_SOAK"  # set, to the soak's tmp_path, in the environment its runs inherit
+
+
+def _cluster_tree(cluster: Cluster) -> set[int]:
+    """The session cluster's processes: its GCS and raylet (children of this process that name its
+    temp dir) and everything under them."""
     assert cluster.temp_dir is not None
-    me = psutil.Process()
-    cluster_roots = [p for p in me.children() if any(cluster.temp_dir in part for part in p.cmdline())]
-    cluster_pids = {p.pid for root in cluster_roots for p in [root, *root.children(recursive=True)]}
-    found = {}
-    for pid, ppid, name, cmdline in _live_processes():
-        if pid in before or pid == me.pid:
+    found = set()
+    for root in psutil.Process().children():
+        try:
+            if any(cluster.temp_dir in part for part in root.cmdline()):
+                found |= {root.pid, *(child.pid for child in root.children(recursive=True))}
+        except psutil.Error:
             continue
-        ray_process = _is_ray_worker(name, cmdline)
-        if (
-            "ray_lint.verify.probe" in cmdline
-            or soak_dir in cmdline
-            or (ray_process and ppid == 1)
-            or (ray_process and pid not in cluster_pids)
-        ):
-            found[pid] = f"{name}: {cmdline[:160]}"
+    return found
+
+
+def _run_processes(cluster: Cluster, before: set[int], soak_dir: str) -> dict[int, str]:
+    """Live processes the soak's runs started, outside the session cluster (which Ray manages: see
+    `_soak_workers`): new descendants of this process, such as a probe not stopped; processes that
+    inherited the soak's marker variable, wherever they were re-parented (a variant runs in a session
+    of its own and is killed with its process group, so what escapes it goes to init); and processes
+    naming the soak's own directory. Other programs' processes, Ray ones included, are none of these."""
+    me = psutil.Process()
+    cluster_pids = _cluster_tree(cluster)
+    candidates = {child.pid: child for child in me.children(recursive=True) if child.pid not in before}
+    for process in psutil.process_iter(["pid", "cmdline"]):
+        try:
+            if any(soak_dir in part for part in process.info["cmdline"] or ()) or process.environ().get(SOAK_MARKER) == soak_dir:
+                candidates[process.pid] = process
+        except (psutil.Error, TypeError):
+            continue  # gone, or another user's process whose environment cannot be read
+    found = {}
+    for pid, process in candidates.items():
+        description = _describe(process) if pid != me.pid and pid not in cluster_pids else None
+        if description is not None:
+            found[pid] = description
     return found
 
 
@@ -377,16 +459,15 @@ def test_soak_hanging_and_crashing_experiments_leave_nothing_behind(
     cluster: Cluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     import gc
-    import time
 
-    temp_root = tempfile.mkdtemp(prefix="rls-", dir="/tmp")  # short: Ray's socket paths must fit in 108 bytes
-    monkeypatch.setattr(tempfile, "tempdir", temp_root)  # the runner's scratch directories go here
-    monkeypatch.setenv("TMPDIR", temp_root)  # and the variants' own temporary files
-    system_tmp_before = set(os.listdir("/tmp"))
+    temp_root = tmp_path / "tmp"  # this test's own: the soak starts no cluster, so the path may be long
+    temp_root.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temp_root))  # the runner's scratch directories go here
+    monkeypatch.setenv("TMPDIR", str(temp_root))  # and the variants' own temporary files
+    monkeypatch.setenv(SOAK_MARKER, str(tmp_path))  # every process the runs start inherits it
     gc.collect()
     rss_before = psutil.Process().memory_info().rss
-    available_before = psutil.virtual_memory().available
-    before = {p.pid for p in psutil.process_iter()}
+    before = {p.pid for p in psutil.Process().children(recursive=True)}
     began = time.monotonic()
     kinds: Counter[str] = Counter()
     for number, (kind, files, timeout) in enumerate(SOAK_ROUNDS):
@@ -414,17 +495,13 @@ def test_soak_hanging_and_crashing_experiments_leave_nothing_behind(
     workers = _soak_workers(cluster, before)
     gc.collect()
     rss_after = psutil.Process().memory_info().rss
+    left_in_temp = sorted(str(path.relative_to(temp_root)) for path in temp_root.rglob("*"))
     print(
         f"\nsoak: {sum(kinds.values())} experiments {dict(kinds)} in {elapsed:.0f} s; "
-        f"processes {len(before)} before, {len({p.pid for p in psutil.process_iter()})} after, leftovers {leftovers}, "
-        f"soak workers {workers}; temp root {os.listdir(temp_root)}; "
-        f"RSS {rss_before / 2**20:.0f} -> {rss_after / 2**20:.0f} MiB; "
-        f"available {available_before / 2**20:.0f} -> {psutil.virtual_memory().available / 2**20:.0f} MiB"
+        f"leftovers {leftovers}, soak workers {workers}; temp root {left_in_temp}; "
+        f"RSS {rss_before / 2**20:.0f} -> {rss_after / 2**20:.0f} MiB"
     )
     assert not leftovers, f"processes left behind: {leftovers}"
     assert not workers, f"Ray workers of the soak's jobs still alive: {workers}"
-    assert os.listdir(temp_root) == [], "temporary files left behind"
-    os.rmdir(temp_root)
-    new_in_tmp = {name for name in set(os.listdir("/tmp")) - system_tmp_before if name.startswith(("ray-lint-verify-", "tmp", "rl-"))}
-    assert not new_in_tmp, f"temporary directories left in /tmp: {new_in_tmp}"
+    assert left_in_temp == [], "temporary files left behind"
     assert rss_after - rss_before < 100 * 2**20, f"RSS grew by {(rss_after - rss_before) / 2**20:.0f} MiB"

@@ -6,7 +6,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from ray_lint.diagnostics import Applicability, Diagnostic, FileResult
+from ray_lint.diagnostics import Applicability, Diagnostic
+from ray_lint.results import FileResult
 
 FORMATS = ("full", "concise", "json", "json-lines", "sarif", "github")
 
@@ -30,7 +31,10 @@ class Finding:
 
 
 @dataclass(frozen=True)
-class Report:
+class RunReport:
+    """Everything one `ray-lint check` run shows: the findings in display order, each file's result, and
+    the flags that decide how fixes are described."""
+
     findings: list[Finding]
     results: list[FileResult]
     unsafe_fixes: bool

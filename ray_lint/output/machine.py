@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 from ray_lint.diagnostics import Position, Severity
-from ray_lint.output import Finding, Report
+from ray_lint.output import Finding, RunReport
 
 
 def _location(position: Position) -> dict[str, int]:
@@ -40,11 +40,11 @@ def to_json_object(finding: Finding) -> dict[str, Any]:
     }
 
 
-def render_json(report: Report) -> str:
+def render_json(report: RunReport) -> str:
     return json.dumps([to_json_object(f) for f in report.findings], indent=2) + "\n"
 
 
-def render_json_lines(report: Report) -> str:
+def render_json_lines(report: RunReport) -> str:
     return "".join(json.dumps(to_json_object(f)) + "\n" for f in report.findings)
 
 
@@ -74,5 +74,5 @@ def github_annotation(finding: Finding) -> str:
     return f"::{_GITHUB_LEVEL[diagnostic.severity]} {joined}::{_escape_data(message)}"
 
 
-def render_github(report: Report) -> str:
+def render_github(report: RunReport) -> str:
     return "".join(github_annotation(f) + "\n" for f in report.findings)

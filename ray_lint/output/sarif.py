@@ -5,11 +5,13 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import Counter
+from collections.abc import Callable
+from functools import lru_cache
 from typing import Any
 
 from ray_lint import __version__
 from ray_lint.diagnostics import Severity, docs_url
-from ray_lint.output import Finding, Report
+from ray_lint.output import Finding, RunReport
 from ray_lint.rule import all_rules
 
 SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
@@ -32,8 +34,8 @@ def _rule_descriptors() -> list[dict[str, Any]]:
     ]
 
 
-def _line_text(finding: Finding) -> str:
-    lines = (finding.source or "").splitlines()
+def _line_text(finding: Finding, split: Callable[[str], list[str]]) -> str:
+    lines = split(finding.source or "")
     line = finding.diagnostic.start.line
     return lines[line - 1].strip() if 0 < line <= len(lines) else ""
 
@@ -44,14 +46,15 @@ def _fingerprint(key: tuple[str, str, str], occurrence: int) -> str:
     return hashlib.sha256("\0".join([*key, str(occurrence)]).encode()).hexdigest()[:32]
 
 
-def render_sarif(report: Report) -> str:
+def render_sarif(report: RunReport) -> str:
     rules = _rule_descriptors()
     index = {rule["id"]: i for i, rule in enumerate(rules)}
     seen: Counter[tuple[str, str, str]] = Counter()
+    split = lru_cache(maxsize=1)(str.splitlines)  # findings come file by file: each file's text is split once
     results = []
     for finding in report.findings:
         diagnostic = finding.diagnostic
-        key = (diagnostic.code, finding.path, _line_text(finding))
+        key = (diagnostic.code, finding.path, _line_text(finding, split))
         seen[key] += 1
         results.append(
             {

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 from collections import Counter
+from functools import lru_cache
 
 from rich.console import Console
 from rich.markup import escape
@@ -12,13 +13,13 @@ from rich.text import Text
 
 from ray_lint.diagnostics import Diagnostic, Timings, apply_edits
 from ray_lint.noqa import LINE_SPLIT
-from ray_lint.output import Finding, Report
+from ray_lint.output import Finding, RunReport
 from ray_lint.rule import rule_by_code_or_name
 
 _SEVERITY_STYLE = {"error": "bold red", "warning": "bold yellow", "info": "bold cyan"}
 
 
-def _header(report: Report, finding: Finding) -> str:
+def _header(report: RunReport, finding: Finding) -> str:
     d = finding.diagnostic
     marker = "[cyan]\\[*][/] " if report.fix_is_available(d) else ""
     style = _SEVERITY_STYLE[d.severity.value]
@@ -26,7 +27,7 @@ def _header(report: Report, finding: Finding) -> str:
     return f"[bold]{location}[/][cyan]:[/] [{style}]{d.code}[/] {marker}{escape(d.message)}"
 
 
-def render_concise(report: Report, console: Console) -> None:
+def render_concise(report: RunReport, console: Console) -> None:
     for finding in report.findings:
         console.print(_header(report, finding), soft_wrap=True)
 
@@ -36,11 +37,12 @@ def _caret_prefix(line: str, column: int) -> str:
     return "".join("\t" if ch == "\t" else " " for ch in line[: column - 1])
 
 
-def render_full(report: Report, console: Console) -> None:
+def render_full(report: RunReport, console: Console) -> None:
+    split = lru_cache(maxsize=1)(LINE_SPLIT.split)  # findings come file by file: each file's text is split once
     for finding in report.findings:
         d = finding.diagnostic
         console.print(_header(report, finding), soft_wrap=True)
-        lines = LINE_SPLIT.split(finding.source or "")
+        lines = split(finding.source or "")
         if 0 < d.start.line <= len(lines) and finding.source:
             first, last = max(1, d.start.line - 1), min(len(lines), d.start.line + 1)
             width = len(str(last))
@@ -78,7 +80,7 @@ def _print_fix_diff(console: Console, source: str, diagnostic: Diagnostic) -> No
         console.print(f"  [{style}]{escape(line)}[/]", soft_wrap=True)
 
 
-def render_statistics(report: Report, console: Console) -> None:
+def render_statistics(report: RunReport, console: Console) -> None:
     counts = Counter(f.diagnostic.code for f in report.findings)
     names = {f.diagnostic.code: f.diagnostic.name for f in report.findings}
     fixable = {f.diagnostic.code for f in report.findings if report.fix_is_available(f.diagnostic)}
@@ -91,7 +93,7 @@ def render_statistics(report: Report, console: Console) -> None:
     console.print(table)
 
 
-def summary(report: Report, fixed: int) -> str:
+def summary(report: RunReport, fixed: int) -> str:
     """The closing lines: how many problems, how many fixed, and what the fix options would do."""
     remaining = len(report.findings)
     available = sum(1 for f in report.findings if report.fix_is_available(f.diagnostic))

@@ -12,7 +12,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from ray_lint.config import Resolver
-from ray_lint.verify.experiment import Verdict
+from ray_lint.experiment import Verdict
 from ray_lint.verify.report import render_html
 
 EXIT_OK, EXIT_CONFIRMED, EXIT_ERROR = 0, 1, 2
@@ -30,7 +30,7 @@ def run_verify(args: argparse.Namespace, resolver: Resolver, stdout: TextIO, std
     except ImportError:
         err.print("ray-lint: error: `ray-lint verify` needs Ray: pip install 'ray-lint[verify]'")
         return EXIT_ERROR
-    from ray_lint.verify.cluster import Cluster
+    from ray_lint.cluster import Cluster
     from ray_lint.verify.runner import verify
 
     err.print("[bold]ray-lint verify runs the flagged code and its fixed form; this executes the code in these files.[/]")

@@ -7,7 +7,7 @@ from __future__ import annotations
 import html
 from pathlib import Path
 
-from ray_lint.verify.experiment import Run, Verdict
+from ray_lint.experiment import Run, Verdict
 
 ROW_HEIGHT, BAR_HEIGHT, WIDTH, LABEL_WIDTH = 22, 16, 720, 90
 COLOURS = {"confirmed": "#c62828", "not reproduced": "#2e7d32", "inconclusive": "#b26a00"}

@@ -18,15 +18,16 @@ from __future__ import annotations
 import statistics
 import textwrap
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Generic, Literal, TypeVar
 
 import libcst as cst
 
 from ray_lint.diagnostics import Diagnostic, apply_edits
-from ray_lint.engine import parses
 from ray_lint.model import SemanticModel
+from ray_lint.syntax import parses
 
 Mode = Literal["measured", "modelled", "evidence"]
+Facts = TypeVar("Facts")
 Status = Literal["confirmed", "not reproduced", "inconclusive"]
 
 
@@ -117,10 +118,6 @@ class Subject:
     cluster_cpus: float
     cluster_gpus: float
 
-    @property
-    def facts(self) -> dict[str, Any]:
-        return self.diagnostic.facts
-
     def fixed_text(self) -> str | None:
         """The file with this finding's fix applied, if it has one and the result parses."""
         if self.diagnostic.fix is None:
@@ -167,11 +164,20 @@ def _is_main_guard(statement: cst.CSTNode) -> bool:
     return code in ('__name__=="__main__"', '"__main__"==__name__')
 
 
-class Experiment:
+class Experiment(Generic[Facts]):
     """Base class: plans the variants for a finding and judges their runs by wall time and by the
-    parallelism Ray's timeline shows."""
+    parallelism Ray's timeline shows. `facts_type` is the value the rule hands over with each finding
+    (a frozen dataclass declared beside the experiment): what the rule measured statically."""
 
     threshold = 1.3  # the catalogue's "confirmed" ratio
+    facts_type: type[Facts]
+
+    def facts(self, subject: Subject) -> Facts:
+        """The facts the rule reported with this finding."""
+        facts = subject.diagnostic.facts
+        if not isinstance(facts, self.facts_type):
+            raise TypeError(f"{subject.diagnostic.code} handed over {type(facts).__name__}, not {self.facts_type.__name__}")
+        return facts
 
     def plan(self, subject: Subject) -> Plan | str:
         """The variants to run, or the reason the finding cannot be verified here."""
@@ -221,7 +227,7 @@ class Experiment:
         return f": below the {self.threshold:.1f}× threshold"
 
 
-class EvidenceExperiment(Experiment):
+class EvidenceExperiment(Experiment[Facts]):
     """An experiment judged on what Ray hands the task, read inside it (its GPUs, thread pools,
     environment), not on timing: `read` turns the two variants' evidence into a verdict."""
 
