@@ -16,16 +16,8 @@ from typing import Literal
 
 import libcst as cst
 
-from ray_lint.model import (
-    CallSite,
-    RemoteDef,
-    RemoteOptions,
-    SemanticModel,
-    Submission,
-    iter_subtree,
-    literal_number,
-    literal_string,
-)
+from ray_lint.model import RemoteDef, RemoteOptions, SemanticModel, Submission
+from ray_lint.python_model import CallSite, iter_subtree, literal_number, literal_string
 
 # ---------------------------------------------------------------------------------------------- calls
 

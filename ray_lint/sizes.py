@@ -13,7 +13,8 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from ray_lint.model import LARGE_MARKER, Scope, SemanticModel
+from ray_lint.model import SemanticModel
+from ray_lint.python_model import LARGE_MARKER, Scope
 from ray_lint.rule import Option
 
 # Pre-filter tokens of a file that may hold an allocation this module can fold.

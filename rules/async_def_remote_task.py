@@ -5,7 +5,8 @@ from __future__ import annotations
 import libcst as cst
 
 from ray_lint.diagnostics import Severity
-from ray_lint.model import RemoteDef, SemanticModel, iter_subtree
+from ray_lint.model import RemoteDef, SemanticModel
+from ray_lint.python_model import iter_subtree
 from ray_lint.rule import REMOTE_MADE, Context, Invalid, Rule, Valid
 
 

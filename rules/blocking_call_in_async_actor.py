@@ -5,7 +5,8 @@ from __future__ import annotations
 import libcst as cst
 
 from ray_lint.diagnostics import Applicability, Severity
-from ray_lint.model import CallSite, FunctionInfo, RemoteDef, SemanticModel, literal_number
+from ray_lint.model import RemoteDef, SemanticModel
+from ray_lint.python_model import CallSite, FunctionInfo, literal_number
 from ray_lint.rule import REMOTE_MADE, Context, FixPlan, Invalid, Rule, Valid
 
 HTTP_VERBS = ("get", "post", "put", "patch", "delete", "head", "options", "request")

@@ -5,18 +5,8 @@ from __future__ import annotations
 import libcst as cst
 
 from ray_lint.diagnostics import Applicability, Severity
-from ray_lint.model import (
-    AFTER_ALL,
-    CallSite,
-    RemoteDef,
-    Scope,
-    SemanticModel,
-    child_nodes,
-    dotted_name,
-    iter_subtree,
-    keys_read,
-    literal_number,
-)
+from ray_lint.model import RemoteDef, SemanticModel
+from ray_lint.python_model import AFTER_ALL, CallSite, Scope, child_nodes, dotted_name, iter_subtree, keys_read, literal_number
 from ray_lint.rule import Context, FixPlan, Invalid, Rule, Valid
 
 # Methods that run a compiled graph: `ray.get` on the `CompiledDAGRef` they return has its own semantics.

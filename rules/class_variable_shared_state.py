@@ -10,14 +10,13 @@ from functools import cached_property
 import libcst as cst
 
 from ray_lint.diagnostics import Severity
-from ray_lint.model import (
+from ray_lint.model import RemoteDef, SemanticModel
+from ray_lint.python_model import (
     AFTER_ALL,
     CONTAINER_MUTATORS,
     CallSite,
     FunctionInfo,
-    RemoteDef,
     Scope,
-    SemanticModel,
     Store,
     iter_subtree,
     literal_string,

@@ -9,7 +9,8 @@ import libcst as cst
 
 from ray_lint.analyses.captures import Capture, captured_by_remotes
 from ray_lint.diagnostics import Severity
-from ray_lint.model import LARGE_MARKER, RemoteDef, SemanticModel
+from ray_lint.model import RemoteDef, SemanticModel
+from ray_lint.python_model import LARGE_MARKER
 from ray_lint.ray_api import remote_kind
 from ray_lint.rule import REMOTE_MADE, Context, Invalid, Rule, Valid
 from ray_lint.sizes import LARGE_OBJECT_OPTION, Size, size_of, threshold_bytes

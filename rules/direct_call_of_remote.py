@@ -5,15 +5,8 @@ from __future__ import annotations
 import libcst as cst
 
 from ray_lint.diagnostics import Applicability, Severity
-from ray_lint.model import (
-    Binding,
-    CallSite,
-    RemoteDef,
-    Scope,
-    SemanticModel,
-    child_nodes,
-    dotted_name,
-)
+from ray_lint.model import RemoteDef, SemanticModel
+from ray_lint.python_model import Binding, CallSite, Scope, child_nodes, dotted_name
 from ray_lint.rule import REMOTE_MADE, Context, FixPlan, Invalid, Rule, Valid
 
 # Attributes of a remote function, actor class or actor method that are meant to be called.

@@ -10,18 +10,9 @@ from dataclasses import dataclass
 import libcst as cst
 
 from ray_lint.diagnostics import Severity
-from ray_lint.model import (
-    AFTER_ALL,
-    CallSite,
-    RemoteDef,
-    Scope,
-    SemanticModel,
-    dotted_name,
-    iter_subtree,
-    literal_string,
-    scope_within,
-)
+from ray_lint.model import RemoteDef, SemanticModel
 from ray_lint.project import own_module
+from ray_lint.python_model import AFTER_ALL, CallSite, Scope, dotted_name, iter_subtree, literal_string, scope_within
 from ray_lint.rule import REMOTE_MADE, Context, Invalid, Rule, Valid
 
 ENV_GETTERS = ("os.environ.get", "os.getenv")

@@ -17,14 +17,8 @@ from ray_lint.experiment import (
     Variant,
     script,
 )
-from ray_lint.model import (
-    ALL_CORES,
-    CallSite,
-    Scope,
-    SemanticModel,
-    literal_number,
-    literal_string,
-)
+from ray_lint.model import ALL_CORES, SemanticModel
+from ray_lint.python_model import CallSite, Scope, literal_number, literal_string
 from ray_lint.rule import Context, Invalid, Rule, Valid
 
 THREAD_VARIABLES = frozenset(

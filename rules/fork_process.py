@@ -5,7 +5,8 @@ from __future__ import annotations
 import libcst as cst
 
 from ray_lint.diagnostics import Applicability, Severity
-from ray_lint.model import CallSite, SemanticModel, literal_string
+from ray_lint.model import SemanticModel
+from ray_lint.python_model import CallSite, literal_string
 from ray_lint.ray_api import keyword_arg
 from ray_lint.rule import REMOTE_MADE, Context, FixPlan, Invalid, Rule, Valid
 

@@ -8,6 +8,15 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from ray_lint.analyses.actor_state import is_accessor, returns_stored_state
+from ray_lint.analyses.loop_dependence import (
+    LoopResults,
+    carried_names,
+    loop_invariant,
+    loop_results,
+    repeats_discarded_call,
+    sequential_by_design,
+)
 from ray_lint.diagnostics import Applicability, Severity
 from ray_lint.experiment import (
     Experiment,
@@ -18,24 +27,20 @@ from ray_lint.experiment import (
     script,
     timed,
 )
-from ray_lint.model import (
+from ray_lint.model import RefOrigin, SemanticModel, Submission
+from ray_lint.project import concurrent_actor, sequential_actor
+from ray_lint.python_model import (
     AFTER_ALL,
     CallSite,
     FunctionInfo,
     Loop,
-    LoopResults,
-    RefOrigin,
-    SemanticModel,
-    Submission,
     block_statements,
-    is_accessor,
     iter_subtree,
     keys_read,
     names_read,
     path_to,
     scope_within,
 )
-from ray_lint.project import concurrent_actor, sequential_actor
 from ray_lint.rule import Context, FixPlan, Invalid, Option, Rule, Valid
 
 # Actor methods that exist to block: waiting on them one at a time is the point (a lock, a barrier).
@@ -447,7 +452,7 @@ nowhere else.
             return
         submission, producer, origin = found
         if submission.kind == "actor-method" and (
-            _blocks_or_reads(submission.method) or model.returns_stored_state(submission.remote, submission.method)
+            _blocks_or_reads(submission.method) or returns_stored_state(model, submission.remote, submission.method)
         ):
             return
         created_in = origin.binding.loop if origin.binding is not None else producer.loop
@@ -465,8 +470,8 @@ nowhere else.
             requires, unless = concurrent_actor(imported), sequential_actor(imported)
         if _handle_made_by(model, submission, loop, _fetched_or_serve):
             return
-        facts = model.loop_results(loop, get_functions, helpers)
-        if model.sequential_by_design(loop, get, facts) or model.repeats_discarded_call(loop, get, submission.call):
+        facts = loop_results(model, loop, get_functions, helpers)
+        if sequential_by_design(model, loop, get, facts) or repeats_discarded_call(model, loop, get, submission.call):
             return
         if self._is_sequential(model, loop, facts, submission.call, submission.handle, producer.index, get.node):
             return
@@ -523,8 +528,8 @@ nowhere else.
             binding = model.reaching_binding(name, site.scope, site.index)
             if binding is None or binding.node is not info.node:
                 continue
-            facts = model.loop_results(site.loop, get_functions, helpers)
-            if model.sequential_by_design(site.loop, site, facts):
+            facts = loop_results(model, site.loop, get_functions, helpers)
+            if sequential_by_design(model, site.loop, site, facts):
                 continue
             if self._is_sequential(model, site.loop, facts, site.node, None, site.index, site.node):
                 continue
@@ -559,7 +564,7 @@ nowhere else.
             if receiver is not None:
                 keys |= keys_read(receiver)
             dotted = {key for key in keys if "." in key}
-            if model.carried_names(loop, keys - dotted, index) & facts.derived or dotted & facts.derived:
+            if carried_names(loop, keys - dotted, index) & facts.derived or dotted & facts.derived:
                 return True
         return False
 
@@ -627,7 +632,7 @@ def _one_actor(model: SemanticModel, submission: Submission, loop: Loop) -> bool
     if actor is not None and (actor.is_async_actor or actor.is_threaded_actor):
         return False
     site = model.call_site(submission.call)
-    if site is None or not (model.loop_invariant(submission.handle, loop) or _named_actor(model, submission.handle, site, loop)):
+    if site is None or not (loop_invariant(model, submission.handle, loop) or _named_actor(model, submission.handle, site, loop)):
         return False
     for arg in submission.call.args:  # `ledger.record.remote(task.remote(x))`: the get waits for the task too
         origin = model.ref_origin(arg.value, site.scope, site.index)
@@ -675,7 +680,7 @@ def _named_actor(model: SemanticModel, handle: cst.BaseExpression, site: CallSit
     if value is None or not value.args:
         return False
     lookup = model.call_site(value)
-    return lookup is not None and model.call_name(lookup) == "ray.get_actor" and model.loop_invariant(value, loop)
+    return lookup is not None and model.call_name(lookup) == "ray.get_actor" and loop_invariant(model, value, loop)
 
 
 def _handle_value(model: SemanticModel, handle: cst.BaseExpression, site: CallSite) -> cst.Call | None:

@@ -7,16 +7,15 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from ray_lint.analyses.loop_dependence import LoopResults, loop_results, sequential_by_design
 from ray_lint.diagnostics import Applicability, Severity
-from ray_lint.model import (
+from ray_lint.model import SemanticModel, Submission
+from ray_lint.python_model import (
     COMPREHENSIONS,
     Binding,
     CallSite,
     Loop,
-    LoopResults,
     Scope,
-    SemanticModel,
-    Submission,
     block_statements,
     iter_subtree,
     names_read,
@@ -266,8 +265,8 @@ silently); it copies the list into a new name, so `refs` itself is unchanged.
             found = _ref_loop(model, get)
             if found is None or not _independent(model, found) or _waited(model, found):
                 continue
-            facts = model.loop_results(found.loop)
-            if model.sequential_by_design(found.loop, get, facts) or not _works_on_results(model, found, facts):
+            facts = loop_results(model, found.loop)
+            if sequential_by_design(model, found.loop, get, facts) or not _works_on_results(model, found, facts):
                 continue
             message = (
                 f"`{ctx.snippet(get.node)}` waits for each ref in submission order, so the work on results that are "

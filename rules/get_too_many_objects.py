@@ -6,17 +6,8 @@ from __future__ import annotations
 import libcst as cst
 
 from ray_lint.diagnostics import Severity
-from ray_lint.model import (
-    AFTER_ALL,
-    Binding,
-    FunctionInfo,
-    Loop,
-    Scope,
-    SemanticModel,
-    Submission,
-    block_statements,
-    iter_subtree,
-)
+from ray_lint.model import SemanticModel, Submission
+from ray_lint.python_model import AFTER_ALL, Binding, FunctionInfo, Loop, Scope, block_statements, iter_subtree
 from ray_lint.rule import Context, Invalid, Option, Rule, Valid
 from ray_lint.sizes import constant_int, format_bytes, size_of
 

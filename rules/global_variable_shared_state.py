@@ -11,18 +11,16 @@ from typing import TypeVar
 import libcst as cst
 
 from ray_lint.diagnostics import Severity
-from ray_lint.model import (
+from ray_lint.model import RemoteDef, SemanticModel, Submission
+from ray_lint.python_model import (
     AFTER_ALL,
     CONTAINER_MUTATORS,
     Binding,
     CallSite,
     FunctionInfo,
     Loop,
-    RemoteDef,
     Scope,
-    SemanticModel,
     Store,
-    Submission,
     child_nodes,
     dotted_name,
     names_read,

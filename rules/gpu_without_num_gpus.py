@@ -16,8 +16,9 @@ from ray_lint.experiment import (
     Variant,
     script,
 )
-from ray_lint.model import RemoteDef, SemanticModel, child_nodes, literal_string
+from ray_lint.model import RemoteDef, SemanticModel
 from ray_lint.project import given
+from ray_lint.python_model import child_nodes, literal_string
 from ray_lint.rule import Context, FixPlan, Invalid, Rule, Valid
 
 # `torch.cuda` functions that only ask whether a GPU is there.

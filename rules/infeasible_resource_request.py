@@ -9,7 +9,8 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from ray_lint.diagnostics import Severity
-from ray_lint.model import CallSite, RemoteDef, SemanticModel, literal_number, literal_string
+from ray_lint.model import RemoteDef, SemanticModel
+from ray_lint.python_model import CallSite, literal_number, literal_string
 from ray_lint.ray_api import (
     BUNDLE_KEY_OF,
     KEYWORD_OF,

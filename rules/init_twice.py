@@ -7,17 +7,8 @@ from collections import defaultdict
 import libcst as cst
 
 from ray_lint.diagnostics import Severity
-from ray_lint.model import (
-    AFTER_ALL,
-    CallSite,
-    Loop,
-    Scope,
-    SemanticModel,
-    block_statements,
-    child_nodes,
-    iter_subtree,
-    literal_string,
-)
+from ray_lint.model import SemanticModel
+from ray_lint.python_model import AFTER_ALL, CallSite, Loop, Scope, block_statements, child_nodes, iter_subtree, literal_string
 from ray_lint.ray_api import tolerates_reinit
 from ray_lint.rule import INIT_CALLED, Context, Invalid, Rule, Valid
 

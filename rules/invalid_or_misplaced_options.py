@@ -13,7 +13,8 @@ from typing import Literal
 import libcst as cst
 
 from ray_lint.diagnostics import Applicability, Severity
-from ray_lint.model import CallSite, FunctionInfo, RemoteDef, SemanticModel, literal_string
+from ray_lint.model import RemoteDef, SemanticModel
+from ray_lint.python_model import CallSite, FunctionInfo, literal_string
 from ray_lint.ray_api import (
     ALL_OPTION_NAMES,
     METHOD_CALL_OPTIONS,

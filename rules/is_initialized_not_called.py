@@ -7,7 +7,8 @@ from collections.abc import Iterator
 import libcst as cst
 
 from ray_lint.diagnostics import Applicability, Severity
-from ray_lint.model import AFTER_ALL, Scope, SemanticModel, child_nodes
+from ray_lint.model import SemanticModel
+from ray_lint.python_model import AFTER_ALL, Scope, child_nodes
 from ray_lint.rule import Context, FixPlan, Invalid, Rule, Valid
 
 QUALIFIED = "ray.is_initialized"

@@ -7,7 +7,8 @@ import re
 import libcst as cst
 
 from ray_lint.diagnostics import Applicability, Severity, line_offsets
-from ray_lint.model import Binding, CallSite, Loop, Scope, SemanticModel, block_statements, root_name
+from ray_lint.model import SemanticModel
+from ray_lint.python_model import Binding, CallSite, Loop, Scope, block_statements, root_name
 from ray_lint.rule import Context, FixPlan, Invalid, Rule, Valid
 from ray_lint.sizes import ALLOCATION_TOKENS, LARGE_OBJECT_OPTION, Size, size_of, threshold_bytes
 

@@ -8,7 +8,8 @@ from dataclasses import dataclass
 import libcst as cst
 
 from ray_lint.diagnostics import Severity
-from ray_lint.model import AFTER_ALL, LARGE_MARKER, FunctionInfo, Scope, SemanticModel, iter_subtree, literal_number
+from ray_lint.model import SemanticModel
+from ray_lint.python_model import AFTER_ALL, LARGE_MARKER, FunctionInfo, Scope, iter_subtree, literal_number
 from ray_lint.rule import Context, Invalid, Rule, Valid
 from ray_lint.sizes import LARGE_OBJECT_OPTION, Size, size_of, threshold_bytes
 

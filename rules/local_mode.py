@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import libcst as cst
 
 from ray_lint.diagnostics import Applicability, Severity
-from ray_lint.model import CallSite, literal_number, literal_string
+from ray_lint.python_model import CallSite, literal_number, literal_string
 from ray_lint.rule import Context, FixPlan, Invalid, Rule, Valid
 
 KEYWORD = "local_mode"

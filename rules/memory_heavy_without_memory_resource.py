@@ -6,7 +6,8 @@ from __future__ import annotations
 import libcst as cst
 
 from ray_lint.diagnostics import Severity
-from ray_lint.model import CallSite, RemoteDef, SemanticModel, literal_number
+from ray_lint.model import RemoteDef, SemanticModel
+from ray_lint.python_model import CallSite, literal_number
 from ray_lint.rule import REMOTE_MADE, Context, Invalid, Rule, Valid
 from ray_lint.sizes import format_bytes, size_of
 

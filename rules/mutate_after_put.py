@@ -7,18 +7,11 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from ray_lint.analyses.actor_state import MUTATING_METHODS
 from ray_lint.analyses.arrays import NUMPY_MAKERS
 from ray_lint.diagnostics import Severity
-from ray_lint.model import (
-    MUTATING_METHODS,
-    Binding,
-    CallSite,
-    Scope,
-    SemanticModel,
-    iter_subtree,
-    path_to,
-    root_name,
-)
+from ray_lint.model import SemanticModel
+from ray_lint.python_model import Binding, CallSite, Scope, iter_subtree, path_to, root_name
 from ray_lint.rule import Context, Invalid, Rule, Valid
 
 # Of the model's mutating methods, those that change a value's data (not a file, a connection or a

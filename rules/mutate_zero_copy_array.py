@@ -12,18 +12,8 @@ import libcst as cst
 
 from ray_lint.analyses.arrays import NUMPY_MAKERS
 from ray_lint.diagnostics import Applicability, Severity
-from ray_lint.model import (
-    AFTER_ALL,
-    Binding,
-    CallSite,
-    FunctionInfo,
-    RemoteDef,
-    Scope,
-    SemanticModel,
-    iter_subtree,
-    literal_string,
-    root_name,
-)
+from ray_lint.model import RemoteDef, SemanticModel
+from ray_lint.python_model import AFTER_ALL, Binding, CallSite, FunctionInfo, Scope, iter_subtree, literal_string, root_name
 from ray_lint.rule import REMOTE_MADE, Context, FixPlan, Invalid, Rule, Valid
 
 NDARRAY_TYPES = frozenset({"numpy.ndarray", "numpy.typing.NDArray"})

@@ -5,16 +5,8 @@ from __future__ import annotations
 import libcst as cst
 
 from ray_lint.diagnostics import Applicability, Severity
-from ray_lint.model import (
-    COMPREHENSIONS,
-    CallSite,
-    FunctionInfo,
-    RemoteDef,
-    SemanticModel,
-    child_nodes,
-    iter_subtree,
-    scope_within,
-)
+from ray_lint.model import RemoteDef, SemanticModel
+from ray_lint.python_model import COMPREHENSIONS, CallSite, FunctionInfo, child_nodes, iter_subtree, scope_within
 from ray_lint.rule import REMOTE_MADE, Context, FixPlan, Invalid, Rule, Valid
 
 # Ancestors that make the `ray.get` conditional or repeated: the task may need only some of the refs,

@@ -4,21 +4,12 @@ from __future__ import annotations
 
 import libcst as cst
 
+from ray_lint.analyses.loop_dependence import LoopResults, carried_names, loop_results
 from ray_lint.diagnostics import Severity
-from ray_lint.model import (
-    CallSite,
-    Loop,
-    LoopResults,
-    SemanticModel,
-    Submission,
-    block_statements,
-    exits_after,
-    is_true,
-    names_read,
-)
+from ray_lint.model import SemanticModel, Submission
+from ray_lint.python_model import EXITS, CallSite, Loop, block_statements, exits_after, is_true, names_read
 from ray_lint.rule import REMOTE_MADE, Context, Invalid, Rule, Valid
 
-_EXITS = (cst.Break, cst.Return, cst.Raise)
 # Calls that do too little with an item for a prefetch to pay: conversions, checks, logging, collecting.
 TRIVIAL_FUNCTIONS = frozenset(
     {
@@ -201,7 +192,7 @@ fails.
             submission = _requested_in_iteration(model, get, loop)
             if item is None or submission is None:
                 continue
-            facts = model.loop_results(loop)
+            facts = loop_results(model, loop)
             if not self._pulls_work(loop, get, facts) or self._request_needs_result(model, loop, facts, submission):
                 continue
             work = _processing(model, get, loop, {item} | facts.derived)
@@ -219,9 +210,9 @@ fails.
         after the fetch, retries, or polls."""
         assert isinstance(loop.node, cst.While)
         body = block_statements(loop.node.body)
-        if facts.polls or any(isinstance(s, _EXITS) for s in body):
+        if facts.polls or any(isinstance(s, EXITS) for s in body):
             return False
-        if any(isinstance(s, cst.Try) and any(isinstance(t, _EXITS) for t in block_statements(s.body)) for s in body):
+        if any(isinstance(s, cst.Try) and any(isinstance(t, EXITS) for t in block_statements(s.body)) for s in body):
             return False
         if get.statement is not None and exits_after(loop.node.body, get.statement, inside_loop=False):
             return False
@@ -234,7 +225,7 @@ fails.
         inputs = set().union(*(names_read(arg.value) for arg in submission.call.args))
         if submission.handle is not None:
             inputs |= names_read(submission.handle)
-        return bool(model.carried_names(loop, inputs, site.index) & facts.derived)
+        return bool(carried_names(loop, inputs, site.index) & facts.derived)
 
 
 def _reads_flag(test: cst.BaseExpression) -> bool:

@@ -8,7 +8,8 @@ from collections.abc import Iterator
 import libcst as cst
 
 from ray_lint.diagnostics import Severity
-from ray_lint.model import CallSite, SemanticModel, iter_subtree, literal_string
+from ray_lint.model import SemanticModel
+from ray_lint.python_model import CallSite, iter_subtree, literal_string
 from ray_lint.ray_api import bundle_dicts, placement_group_bundles, resource_request_sites, resources_dict, value_text
 from ray_lint.rule import Context, Invalid, Rule, Valid
 

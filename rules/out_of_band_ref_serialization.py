@@ -5,7 +5,8 @@ from __future__ import annotations
 import libcst as cst
 
 from ray_lint.diagnostics import Severity
-from ray_lint.model import AFTER_ALL, CallSite, Scope, SemanticModel, iter_subtree, literal_string
+from ray_lint.model import SemanticModel
+from ray_lint.python_model import AFTER_ALL, CallSite, Scope, iter_subtree, literal_string
 from ray_lint.rule import Context, Invalid, Rule, Valid
 
 # Serializers, and whether Ray's reducer runs (only `ray.cloudpickle` has it: the object is pinned for

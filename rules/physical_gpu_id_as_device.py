@@ -8,7 +8,8 @@ from dataclasses import dataclass
 import libcst as cst
 
 from ray_lint.diagnostics import Applicability, Severity
-from ray_lint.model import Binding, CallSite, Scope, SemanticModel, literal_number, literal_string
+from ray_lint.model import SemanticModel
+from ray_lint.python_model import Binding, CallSite, Scope, literal_number, literal_string
 from ray_lint.rule import Context, FixPlan, Invalid, Rule, Valid
 
 # Calls whose first argument (or `device=`) is a CUDA device index, by qualified-name prefix.

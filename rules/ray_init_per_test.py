@@ -9,7 +9,8 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from ray_lint.diagnostics import Severity
-from ray_lint.model import AFTER_ALL, CallSite, ClassInfo, FunctionInfo, SemanticModel, iter_subtree, literal_string, path_to
+from ray_lint.model import SemanticModel
+from ray_lint.python_model import AFTER_ALL, CallSite, ClassInfo, FunctionInfo, iter_subtree, literal_string, path_to
 from ray_lint.ray_api import tolerates_reinit
 from ray_lint.rule import INIT_CALLED, Context, Invalid, Rule, Valid
 

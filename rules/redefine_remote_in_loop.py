@@ -9,13 +9,13 @@ import libcst as cst
 
 from ray_lint.analyses.loops import enclosing_iterations, exits_in_first_iteration
 from ray_lint.diagnostics import Applicability, Severity
-from ray_lint.model import (
+from ray_lint.model import SemanticModel
+from ray_lint.python_model import (
     COMPREHENSIONS,
     CallSite,
     FunctionInfo,
     Loop,
     Scope,
-    SemanticModel,
     child_nodes,
     dotted_name,
     iter_subtree,

@@ -6,7 +6,8 @@ from __future__ import annotations
 import libcst as cst
 
 from ray_lint.diagnostics import Applicability, Severity
-from ray_lint.model import CallSite, SemanticModel
+from ray_lint.model import SemanticModel
+from ray_lint.python_model import CallSite
 from ray_lint.ray_api import (
     BUNDLE_KEY_OF,
     KEYWORD_OF,

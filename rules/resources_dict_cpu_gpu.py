@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import libcst as cst
 
 from ray_lint.diagnostics import Applicability, Severity
-from ray_lint.model import literal_string
+from ray_lint.python_model import literal_string
 from ray_lint.ray_api import RESERVED_RESOURCES, entries_moved_to_keywords, keyword_arg, resource_option_calls, resources_dict
 from ray_lint.rule import Context, FixPlan, Invalid, Rule, Valid
 

@@ -7,16 +7,8 @@ import re
 import libcst as cst
 
 from ray_lint.diagnostics import Severity
-from ray_lint.model import (
-    CallSite,
-    FunctionInfo,
-    RemoteDef,
-    RemoteOptions,
-    SemanticModel,
-    iter_subtree,
-    literal_number,
-    literal_string,
-)
+from ray_lint.model import RemoteDef, RemoteOptions, SemanticModel
+from ray_lint.python_model import CallSite, FunctionInfo, iter_subtree, literal_number, literal_string
 from ray_lint.rule import REMOTE_MADE, Context, Invalid, Option, Rule, Valid
 
 # SQL that adds rows or increments a value: running it twice changes the result.

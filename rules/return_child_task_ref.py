@@ -8,7 +8,8 @@ from typing import TypeGuard
 import libcst as cst
 
 from ray_lint.diagnostics import Severity
-from ray_lint.model import FunctionInfo, SemanticModel, iter_subtree
+from ray_lint.model import SemanticModel
+from ray_lint.python_model import FunctionInfo, iter_subtree
 from ray_lint.rule import Context, Invalid, Rule, Valid
 
 

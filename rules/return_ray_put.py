@@ -8,7 +8,8 @@ from typing import Literal, TypeGuard
 import libcst as cst
 
 from ray_lint.diagnostics import Applicability, Severity
-from ray_lint.model import Binding, FunctionInfo, SemanticModel, iter_subtree
+from ray_lint.model import SemanticModel
+from ray_lint.python_model import Binding, FunctionInfo, iter_subtree
 from ray_lint.rule import REMOTE_MADE, Context, FixPlan, Invalid, Rule, Valid
 
 # Arguments that need brackets of their own once `ray.put(...)` no longer wraps them in a `return` or `=`.

@@ -6,13 +6,12 @@ import libcst as cst
 
 from ray_lint.analyses.loops import enclosing_iterations, exits_in_first_iteration, sleeps_in
 from ray_lint.diagnostics import Severity
-from ray_lint.model import (
+from ray_lint.model import RemoteDef, SemanticModel
+from ray_lint.python_model import (
     COMPREHENSIONS,
     CallSite,
     FunctionInfo,
     Loop,
-    RemoteDef,
-    SemanticModel,
     block_statements,
     iter_subtree,
     literal_number,

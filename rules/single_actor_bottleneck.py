@@ -6,9 +6,12 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from ray_lint.analyses.actor_state import mutates_state
+from ray_lint.analyses.loop_dependence import repeats_discarded_call, sequential_by_design, single_actor
 from ray_lint.diagnostics import Severity
 from ray_lint.experiment import Experiment, Plan, Subject, Variant, script, timed
-from ray_lint.model import COMPREHENSIONS, CallSite, Loop, RemoteDef, SemanticModel
+from ray_lint.model import RemoteDef, SemanticModel
+from ray_lint.python_model import COMPREHENSIONS, CallSite, Loop
 from ray_lint.rule import Context, Invalid, Rule, Valid
 
 COLLECTING_METHODS = frozenset({"append", "appendleft", "add", "put", "put_nowait", "insert"})
@@ -221,7 +224,7 @@ There is no automatic fix: how many actors to run depends on their memory and th
         model = ctx.model
         for site, submission, _ in model.looped_submissions("actor-method"):
             assert site.loop is not None
-            actor, handle = model.single_actor(submission, site.loop), submission.handle
+            actor, handle = single_actor(model, submission, site.loop), submission.handle
             if actor is None or actor.cls is None or not isinstance(handle, cst.Name) or not submission.method:
                 continue
             method = model.method(actor.cls, submission.method)
@@ -232,7 +235,7 @@ There is no automatic fix: how many actors to run depends on their memory and th
                 continue
             fetch = _fetch_in_iteration(model, site)
             if fetch is not None:
-                if model.sequential_by_design(site.loop, fetch) or model.repeats_discarded_call(site.loop, fetch, site.node):
+                if sequential_by_design(model, site.loop, fetch) or repeats_discarded_call(model, site.loop, fetch, site.node):
                     continue
             elif not _collected(model, site, site.loop):
                 continue
@@ -317,7 +320,7 @@ def _keeps_state(model: SemanticModel, actor: RemoteDef) -> bool:
     """Whether any method of the actor leaves state behind: then even a method that only reads it
     (`get_count` beside `inc`) must go to the one actor that holds that state."""
     return any(
-        model.mutates_state(function)
+        mutates_state(model, function)
         for function in model.functions
         if function.owner is actor.cls and function.node.name.value != "__init__"  # setting up is not state between calls
     )

@@ -7,14 +7,13 @@ from collections.abc import Callable, Iterator
 import libcst as cst
 
 from ray_lint.diagnostics import Severity
-from ray_lint.model import (
+from ray_lint.model import RemoteDef, SemanticModel
+from ray_lint.python_model import (
     AFTER_ALL,
     ClassInfo,
     FunctionInfo,
     Loop,
-    RemoteDef,
     Scope,
-    SemanticModel,
     block_statements,
     dotted_name,
     has_exit,

@@ -5,7 +5,8 @@ from __future__ import annotations
 import libcst as cst
 
 from ray_lint.diagnostics import Severity
-from ray_lint.model import CallSite, FunctionInfo, RemoteDef, RemoteOptions, SemanticModel, iter_subtree, literal_string
+from ray_lint.model import RemoteDef, RemoteOptions, SemanticModel
+from ray_lint.python_model import CallSite, FunctionInfo, iter_subtree, literal_string
 from ray_lint.ray_api import expected_to_raise, options_at_call
 from ray_lint.rule import Context, Invalid, Rule, Valid
 

@@ -16,16 +16,8 @@ from ray_lint.experiment import (
     Variant,
     script,
 )
-from ray_lint.model import (
-    ALL_CORES,
-    CallSite,
-    RemoteDef,
-    SemanticModel,
-    literal_number,
-    literal_string,
-    names_read,
-    path_to,
-)
+from ray_lint.model import ALL_CORES, RemoteDef, SemanticModel
+from ray_lint.python_model import CallSite, literal_number, literal_string, names_read, path_to
 from ray_lint.rule import Context, Invalid, Rule, Valid
 
 Count = float | None  # a number of threads, ALL_CORES, or None when unknown

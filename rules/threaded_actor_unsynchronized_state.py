@@ -8,12 +8,11 @@ from dataclasses import dataclass
 import libcst as cst
 
 from ray_lint.diagnostics import Severity
-from ray_lint.model import (
+from ray_lint.model import RemoteDef, SemanticModel
+from ray_lint.python_model import (
     AFTER_ALL,
     ClassInfo,
     FunctionInfo,
-    RemoteDef,
-    SemanticModel,
     Store,
     child_nodes,
     dotted_name,

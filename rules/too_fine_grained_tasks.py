@@ -9,16 +9,8 @@ import libcst as cst
 
 from ray_lint.analyses.loops import SLEEPS, enclosing_iterations, exits_in_first_iteration, sleeps_in
 from ray_lint.diagnostics import Severity
-from ray_lint.model import (
-    CallSite,
-    FunctionInfo,
-    Loop,
-    SemanticModel,
-    block_statements,
-    is_true,
-    literal_number,
-    names_read,
-)
+from ray_lint.model import SemanticModel
+from ray_lint.python_model import CallSite, FunctionInfo, Loop, block_statements, is_true, literal_number, names_read
 from ray_lint.rule import Context, Invalid, Option, Rule, Valid
 
 # Builtins that cost about as much as an arithmetic operation on the scalars a tiny task gets.

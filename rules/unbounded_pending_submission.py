@@ -5,17 +5,8 @@ from __future__ import annotations
 import libcst as cst
 
 from ray_lint.diagnostics import Severity
-from ray_lint.model import (
-    Binding,
-    CallSite,
-    Loop,
-    SemanticModel,
-    Submission,
-    has_exit,
-    is_true,
-    iter_subtree,
-    names_read,
-)
+from ray_lint.model import SemanticModel, Submission
+from ray_lint.python_model import Binding, CallSite, Loop, has_exit, is_true, iter_subtree, names_read
 from ray_lint.rule import Context, Invalid, Rule, Valid
 
 # Ray warns once this many calls wait to be sent to one actor (`actor_excess_queueing_warn_threshold`).

@@ -6,8 +6,10 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
+from ray_lint.analyses.actor_state import is_accessor
 from ray_lint.diagnostics import Applicability, Severity
-from ray_lint.model import AFTER_ALL, COMPREHENSIONS, CallSite, Scope, SemanticModel, child_nodes, is_accessor, iter_subtree, target_names
+from ray_lint.model import SemanticModel
+from ray_lint.python_model import AFTER_ALL, COMPREHENSIONS, CallSite, Scope, child_nodes, iter_subtree, target_names
 from ray_lint.rule import Context, FixPlan, Invalid, Rule, Valid
 
 _SCOPE_NODES = (cst.FunctionDef, cst.Lambda, cst.ClassDef, *COMPREHENSIONS)

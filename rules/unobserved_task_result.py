@@ -5,7 +5,8 @@ from __future__ import annotations
 import libcst as cst
 
 from ray_lint.diagnostics import Severity
-from ray_lint.model import Binding, CallSite, Scope, SemanticModel, Submission, iter_subtree, literal_number
+from ray_lint.model import SemanticModel, Submission
+from ray_lint.python_model import Binding, CallSite, Scope, iter_subtree, literal_number
 from ray_lint.ray_api import declared_num_returns, expected_to_raise
 from ray_lint.rule import Context, Invalid, Rule, Valid
 

@@ -6,7 +6,8 @@ import libcst as cst
 
 from ray_lint.analyses.ref_arguments import literal_item_problem, non_list_collection, non_ref_literal
 from ray_lint.diagnostics import Severity
-from ray_lint.model import CallSite, Scope, SemanticModel, iter_subtree, literal_number, literal_string, scope_within
+from ray_lint.model import SemanticModel
+from ray_lint.python_model import CallSite, Scope, iter_subtree, literal_number, literal_string, scope_within
 from ray_lint.ray_api import declared_num_returns, first_argument, signature_problem
 from ray_lint.rule import Context, Invalid, Rule, Valid
 

@@ -5,6 +5,14 @@ from __future__ import annotations
 import libcst as cst
 import pytest
 
+from ray_lint.analyses.actor_state import mutates_state
+from ray_lint.analyses.loop_dependence import (
+    carried_names,
+    loop_results,
+    repeats_discarded_call,
+    sequential_by_design,
+    single_actor,
+)
 from ray_lint.model import SemanticModel
 
 
@@ -156,7 +164,7 @@ def test_loops_and_carried_names() -> None:
     (step,) = model.calls_by_tail["remote"]
     loop = step.loop
     assert loop is not None and loop.kind == "while"
-    assert model.carried_names(loop, {"x", "y", "i", "n"}, step.index) == {"x", "i"}
+    assert carried_names(loop, {"x", "y", "i", "n"}, step.index) == {"x", "i"}
     (get_refs,) = [s for s in model.calls_to("ray.get") if "refs" in code(model, s.node)]
     assert get_refs.loop is None  # a `for` loop's iterable is evaluated once, outside the loop
 
@@ -183,7 +191,7 @@ def test_deeply_nested_code_does_not_hit_the_recursion_limit() -> None:
 def _results_of_only_loop(source: str):  # type: ignore[no-untyped-def]
     model = model_of(source)
     (loop,) = [loop for loop in model.loops if loop.parent is None]
-    return model, model.loop_results(loop)
+    return model, loop_results(model, loop)
 
 
 def test_loop_results_follow_values_in_statement_order() -> None:
@@ -206,7 +214,7 @@ def test_loop_results_see_carried_values_guards_exits_and_polling() -> None:
     assert first_get.node in results.guarded_nodes  # runs only while an earlier result says so
     assert results.exits_on_result and results.polls
     (loop,) = model.loops
-    assert model.loop_results(loop) is results  # computed once per loop
+    assert loop_results(model, loop) is results  # computed once per loop
 
 
 def test_requests_of_remote_code() -> None:
@@ -270,7 +278,7 @@ def test_mutates_state(body: str, stateful: bool) -> None:
     assert actor.cls is not None
     method = model.method(actor.cls, "m")
     assert method is not None
-    assert model.mutates_state(method) is stateful
+    assert mutates_state(model, method) is stateful
 
 
 def test_stores_record_attribute_and_subscript_writes() -> None:
@@ -313,7 +321,7 @@ def test_sequential_by_design(loop_source: str, by_design: bool) -> None:
     while loop is not None and loop.parent is not None:
         loop = loop.parent
     assert loop is not None
-    assert model.sequential_by_design(loop, get) is by_design
+    assert sequential_by_design(model, loop, get) is by_design
 
 
 def test_single_actor_and_repeated_calls() -> None:
@@ -328,7 +336,7 @@ def test_single_actor_and_repeated_calls() -> None:
     calls = [get.node.args[0].value for get in gets]
     submissions = [model.submission(call) for call in calls]  # type: ignore[arg-type]
     assert all(s is not None for s in submissions)
-    single = [model.single_actor(s, get.loop) is not None for s, get in zip(submissions, gets)]  # type: ignore[arg-type]
+    single = [single_actor(model, s, get.loop) is not None for s, get in zip(submissions, gets)]  # type: ignore[arg-type]
     assert single == [True, False, True]
-    repeated = [model.repeats_discarded_call(get.loop, get, call) for get, call in zip(gets, calls)]  # type: ignore[arg-type]
+    repeated = [repeats_discarded_call(model, get.loop, get, call) for get, call in zip(gets, calls)]  # type: ignore[arg-type]
     assert repeated == [False, False, True]

@@ -11,9 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 import libcst as cst
+import pytest
 
 from ray_lint.model import SemanticModel
 from ray_lint.project import PackageFinder, facts_of, facts_of_calls

@@ -8,7 +8,8 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from ray_lint.model import Binding, RemoteDef, Scope, SemanticModel, child_nodes
+from ray_lint.model import RemoteDef, SemanticModel
+from ray_lint.python_model import Binding, Scope, child_nodes
 
 # Statements whose names are not reads of a value.
 _NOT_READS = (cst.Import, cst.ImportFrom, cst.Global, cst.Nonlocal)

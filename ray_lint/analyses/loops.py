@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ray_lint.model import COMPREHENSIONS, Loop, SemanticModel, block_statements
+from ray_lint.model import SemanticModel
+from ray_lint.python_model import COMPREHENSIONS, Loop, block_statements
 
 SLEEPS = ("time.sleep", "asyncio.sleep")
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ray_lint.model import Scope, SemanticModel, literal_number
+from ray_lint.model import SemanticModel
+from ray_lint.python_model import Scope, literal_number
 
 # Builtins that make a collection or an iterator that is not a list (`ray.get` and `ray.wait` accept only lists).
 NON_LIST_BUILTINS = {
