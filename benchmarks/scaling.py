@@ -6,9 +6,11 @@ One generated module of N copies of a 7-line block (a remote function and a comp
 format) to a file: parsing, the model, the rules, positions, `# noqa` lines and the output all count.
 Per-line time and peak RSS show whether anything grows faster than the file: the goals are a
 per-line time at the largest size at most 1.5 times that at the smallest, and a peak under 500 MB.
+`--shape one-loop` puts every finding in one loop instead: a `for` loop whose body is N lines
+`rN = ray.get(f.remote(i + N))`, the case where a rule's per-finding work could scan the loop again.
 A benchmark, not a test: run it on a quiet machine.
 
-    python benchmarks/scaling.py [--copies 1000 4000 20000] [--output-format json]
+    python benchmarks/scaling.py [--copies 1000 4000 20000] [--output-format json] [--shape blocks|one-loop]
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from rich.table import Table
 
 HEADER = "import ray\n\n\n"
 BLOCK = "@ray.remote\ndef f(x):\n    return x\n\nresults = [ray.get(f.remote(i)) for i in range(10)]\n\n\n"
+LOOP = "@ray.remote\ndef f(x):\n    return x\n\nfor i in range(10):\n"
 MAX_RATIO = 1.5
 MAX_PEAK_MB = 500
 _TEXT_FINDING = re.compile(r":\d+:\d+: RAY001 ")
@@ -42,6 +45,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--copies", type=int, nargs="+", default=[1_000, 4_000, 20_000])
     parser.add_argument("--output-format", default="json", choices=("json", "concise", "full"))
+    parser.add_argument("--shape", default="blocks", choices=("blocks", "one-loop"))
     args = parser.parse_args()
     assert BLOCK.count("\n") == 7
     console = Console()
@@ -51,7 +55,10 @@ def main() -> None:
     wrong = False
     with tempfile.TemporaryDirectory(prefix="ray-lint-scaling-") as scratch:
         for copies in args.copies:
-            text = HEADER + BLOCK * copies
+            if args.shape == "blocks":
+                text = HEADER + BLOCK * copies
+            else:
+                text = HEADER + LOOP + "".join(f"    r{n} = ray.get(f.remote(i + {n}))\n" for n in range(copies))
             module, report = Path(scratch) / f"copies_{copies}.py", Path(scratch) / f"report_{copies}"
             module.write_text(text, encoding="utf-8")
             command = [
@@ -67,7 +74,7 @@ def main() -> None:
             counted = f"{found:,}" if found == copies else f"[red]{found:,}[/]"
             table.add_row(f"{copies:,}", f"{lines:,}", counted, f"{wall:.2f}", f"{wall / lines * 1e6:.1f}", f"{peak:.0f}")
             console.print(f"  measured {copies:,} copies", style="dim")
-    console.print(f"ray-lint check --no-cache --isolated --output-format {args.output_format}: one finding per copy")
+    console.print(f"ray-lint check --no-cache --isolated --output-format {args.output_format}, {args.shape}: one finding per copy")
     console.print(table)
     ratio = per_line[-1] / per_line[0]
     console.print(f"per-line time at {args.copies[-1]:,} copies / at {args.copies[0]:,}: {ratio:.2f} (goal ≤ {MAX_RATIO})")

@@ -302,6 +302,8 @@ class PythonModel:
         self._calls_to: dict[str, tuple[CallSite, ...]] = {}
         self.marked_large: set[int] = set()  # ids of statements on a line that says `# ray-lint: large`
         self._analyses: dict[Callable[[Any], Any], Any] = {}
+        self._exits_after: dict[int, dict[int, bool]] = {}  # id of a loop's body -> each statement's answer
+        self._parents: dict[int, dict[int, cst.CSTNode]] = {}  # id of a root -> the parent of each node under it
         _Walker(self).run()
 
     # ------------------------------------------------------------------ names
@@ -488,6 +490,38 @@ class PythonModel:
             found = self._analyses[kind] = kind(self)
         return found  # type: ignore[no-any-return]
 
+    def exits_after(self, block: cst.CSTNode, target: cst.CSTNode) -> bool:
+        """Whether some block on the way from a loop's body `block` down to the statement `target` leaves
+        the loop right after the statement that holds it (a `break`, or a `return` or `raise`, that always
+        follows). Every statement's answer is worked out on the first question about `block`, so a loop
+        with a thousand waits costs one pass, not a thousand."""
+        answers = self._exits_after.get(id(block))
+        if answers is None:
+            answers = self._exits_after[id(block)] = {}
+            _exits_after_each(block, False, False, answers)
+        return answers.get(id(target), False)
+
+    def path_within(self, root: cst.CSTNode, target: cst.CSTNode) -> list[cst.CSTNode] | None:
+        """`path_to(root, target, into_functions=False)`, answered from a map of the parents under `root`
+        that is built on the first question about `root`: many targets under one loop cost one walk."""
+        parents = self._parents.get(id(root))
+        if parents is None:
+            parents = self._parents[id(root)] = {}
+            stack = [root]
+            while stack:
+                node = stack.pop()
+                for child in child_nodes(node):
+                    parents[id(child)] = node
+                    if not isinstance(child, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+                        stack.append(child)
+        if target is not root and id(target) not in parents:
+            return None
+        path = [target]
+        while path[-1] is not root:
+            path.append(parents[id(path[-1])])
+        path.reverse()
+        return path
+
     def close(self) -> None:
         """Break the model's back-references (a binding's scope, an analysis's model), so that the file's
         objects are freed at once by reference counting instead of by a later garbage-collector pass
@@ -495,6 +529,8 @@ class PythonModel:
         for scope in self.scopes:
             scope.bindings.clear()
         self._analyses.clear()
+        self._exits_after.clear()
+        self._parents.clear()
 
     # ------------------------------------------------------------------ positions
 
@@ -523,25 +559,21 @@ class PythonModel:
         return self._positions
 
 
-def exits_after(block: cst.CSTNode, target: cst.CSTNode, inside_loop: bool) -> bool:
-    """Whether some block on the way from `block` down to the statement `target` leaves the loop right
-    after the statement that holds it (a `break`, or a `return` or `raise`, that always follows)."""
+def _exits_after_each(block: cst.CSTNode, inside_loop: bool, exited: bool, answers: dict[int, bool]) -> None:
+    """`PythonModel.exits_after` for every statement under `block`, in one pass: a statement's answer is
+    its outer blocks' (`exited`) or whether an exit always follows it in its own block."""
     statements = block_statements(block)
+    exits = (cst.Return, cst.Raise) if inside_loop else EXITS
+    follows = [False] * len(statements)  # whether an exit comes after each statement of this block
+    for position in range(len(statements) - 2, -1, -1):
+        follows[position] = follows[position + 1] or isinstance(statements[position + 1], exits)
     for position, statement in enumerate(statements):
-        if statement is not target and not any(node is target for node in iter_subtree(statement, into_functions=False)):
-            continue
-        exits = (cst.Return, cst.Raise) if inside_loop else EXITS
-        if any(isinstance(after, exits) for after in statements[position + 1 :]):
-            return True
-        if statement is target:
-            return False
+        here = exited or follows[position]
+        answers[id(statement)] = here
         nested = inside_loop or isinstance(statement, (cst.For, cst.While))
-        return any(
-            exits_after(child, target, nested)
-            for child in child_nodes(statement)
-            if isinstance(child, (cst.BaseSuite, cst.ExceptHandler, cst.Else, cst.Finally, cst.If))
-        )
-    return False
+        for child in child_nodes(statement):
+            if isinstance(child, (cst.BaseSuite, cst.ExceptHandler, cst.Else, cst.Finally, cst.If)):
+                _exits_after_each(child, nested, here, answers)
 
 
 def has_exit(block: cst.CSTNode) -> bool:

@@ -38,7 +38,6 @@ from ray_lint.python_model import (
     iter_subtree,
     keys_read,
     names_read,
-    path_to,
     scope_within,
 )
 from ray_lint.rule import Context, FixPlan, Invalid, Option, Rule, Valid
@@ -475,7 +474,7 @@ nowhere else.
             return
         if self._is_sequential(model, loop, facts, submission.call, submission.handle, producer.index, get.node):
             return
-        if _waited_before(model, get, producer) or _handled_wait(loop.node, get) or _tears_down(model, loop):
+        if _waited_before(model, get, producer) or _handled_wait(model, loop.node, get) or _tears_down(model, loop):
             return
         if _calls_between(model, producer.index, get.index) > OVERLAPPED_CALLS:
             return  # the task runs while the iteration does other work: already overlapped
@@ -555,18 +554,18 @@ nowhere else.
         runs only under a condition read from an earlier result."""
         if waiting in facts.guarded_nodes:
             return True
-        remotes = model.calls_by_tail.get("remote", [])  # in event order
-        first = bisect.bisect_left(remotes, loop.start, key=lambda site: site.index)
-        last = bisect.bisect_left(remotes, loop.end, key=lambda site: site.index)
-        submissions = [(call, handle, at)] + [(site.node, None, site.index) for site in remotes[first:last] if site.node is not call]
-        for submitted, receiver, index in submissions:  # any submission of the loop that needs a result
-            keys = set().union(keys_read(submitted.func), *(keys_read(arg.value) for arg in submitted.args))
-            if receiver is not None:
-                keys |= keys_read(receiver)
-            dotted = {key for key in keys if "." in key}
-            if carried_names(loop, keys - dotted, index) & facts.derived or dotted & facts.derived:
-                return True
-        return False
+        if _needs_result(loop, facts, call, handle, at):
+            return True
+        # any other submission of the loop that needs a result (one answer per loop: a loop of a thousand
+        # gets must not look at its thousand submissions once per get)
+        memo = model.analysis(_LoopSubmissions).need_results
+        key = (id(loop), id(facts))
+        if key not in memo:
+            remotes = model.calls_by_tail.get("remote", [])  # in event order
+            first = bisect.bisect_left(remotes, loop.start, key=lambda site: site.index)
+            last = bisect.bisect_left(remotes, loop.end, key=lambda site: site.index)
+            memo[key] = any(_needs_result(loop, facts, site.node, None, site.index) for site in remotes[first:last])
+        return memo[key]
 
     def _fix(self, ctx: Context, get: CallSite, loop: Loop, producer: cst.Call) -> FixPlan | None:
         """Submit everything, then one `ray.get`: for a comprehension whose element is the get, and for a
@@ -587,6 +586,8 @@ nowhere else.
             return self._plan(node, text)
         if not isinstance(node, cst.For) or node.orelse is not None or node.asynchronous is not None:
             return None
+        if isinstance(node.body, cst.IndentedBlock) and len(node.body.body) > 2:
+            return None  # only a body of one or two statements is rewritten (and a long one is not re-read per finding)
         statements = block_statements(node.body)
         if len(statements) == 2 and call.args[0].value is not producer:
             submit, statements = statements[0], statements[1:]
@@ -712,12 +713,29 @@ def _fetched_or_serve(name: str) -> bool:
     return name == "ray.get" or name.startswith("ray.serve.")
 
 
-def _handled_wait(root: cst.CSTNode, get: CallSite) -> bool:
+class _LoopSubmissions:
+    """Per-model memo: whether any submission of a loop needs a result fetched in it, by loop and results."""
+
+    def __init__(self, model: SemanticModel) -> None:
+        self.need_results: dict[tuple[int, int], bool] = {}
+
+
+def _needs_result(loop: Loop, facts: LoopResults, submitted: cst.Call, receiver: cst.BaseExpression | None, at: int) -> bool:
+    """Whether the submission `submitted` (made at event `at`, on actor `receiver`) reads a result fetched
+    in an earlier iteration of the loop."""
+    keys = set().union(keys_read(submitted.func), *(keys_read(arg.value) for arg in submitted.args))
+    if receiver is not None:
+        keys |= keys_read(receiver)
+    dotted = {key for key in keys if "." in key}
+    return bool(carried_names(loop, keys - dotted, at) & facts.derived or dotted & facts.derived)
+
+
+def _handled_wait(model: SemanticModel, root: cst.CSTNode, get: CallSite) -> bool:
     """A get in an `except` fallback, or a bounded one (`timeout=`) whose failure a `try` handles, as teardown
     and health-check loops do (`try: ray.get(h.shutdown.remote(), timeout=5) except: ray.kill(h)`): each
     wait is bounded and handled on its own on purpose. (A `try` alone is not enough: per-item error
     handling survives submitting everything first.)"""
-    path = path_to(root, get.node, into_functions=False) or []
+    path = model.path_within(root, get.node) or []
     if any(isinstance(node, cst.ExceptHandler) for node in path):
         return True
     bounded = any(arg.keyword is not None and arg.keyword.value == "timeout" for arg in get.node.args)

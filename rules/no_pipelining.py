@@ -7,7 +7,7 @@ import libcst as cst
 from ray_lint.analyses.loop_dependence import LoopResults, carried_names, loop_results
 from ray_lint.diagnostics import Severity
 from ray_lint.model import SemanticModel, Submission
-from ray_lint.python_model import EXITS, CallSite, Loop, block_statements, exits_after, is_true, names_read
+from ray_lint.python_model import EXITS, CallSite, Loop, block_statements, is_true, names_read
 from ray_lint.rule import REMOTE_MADE, Context, Invalid, Rule, Valid
 
 # Calls that do too little with an item for a prefetch to pay: conversions, checks, logging, collecting.
@@ -193,7 +193,7 @@ fails.
             if item is None or submission is None:
                 continue
             facts = loop_results(model, loop)
-            if not self._pulls_work(loop, get, facts) or self._request_needs_result(model, loop, facts, submission):
+            if not self._pulls_work(model, loop, get, facts) or self._request_needs_result(model, loop, facts, submission):
                 continue
             work = _processing(model, get, loop, {item} | facts.derived)
             if work is None:
@@ -205,7 +205,7 @@ fails.
                 "before processing this one (keep its ref and `ray.get` it at the top of the next iteration)",
             )
 
-    def _pulls_work(self, loop: Loop, get: CallSite, facts: LoopResults) -> bool:
+    def _pulls_work(self, model: SemanticModel, loop: Loop, get: CallSite, facts: LoopResults) -> bool:
         """A loop that pulls items until told to stop, or forever: not one that runs once, leaves right
         after the fetch, retries, or polls."""
         assert isinstance(loop.node, cst.While)
@@ -214,7 +214,7 @@ fails.
             return False
         if any(isinstance(s, cst.Try) and any(isinstance(t, EXITS) for t in block_statements(s.body)) for s in body):
             return False
-        if get.statement is not None and exits_after(loop.node.body, get.statement, inside_loop=False):
+        if get.statement is not None and model.exits_after(loop.node.body, get.statement):
             return False
         return is_true(loop.node.test) or facts.exits_on_result or _reads_flag(loop.node.test)
 

@@ -23,7 +23,6 @@ from ray_lint.python_model import (
     block_statements,
     child_nodes,
     dotted_name,
-    exits_after,
     has_exit,
     is_true,
     iter_subtree,
@@ -173,6 +172,7 @@ class _Memos:
     def __init__(self, model: PythonModel) -> None:
         self.results: dict[tuple[int, tuple[str, ...], frozenset[str]], LoopResults] = {}
         self.attributes_stored: dict[int, set[str | None]] = {}
+        self.runs_alone: dict[int, bool] = {}  # by loop: `_runs_alone`
 
 
 def loop_results(
@@ -196,20 +196,29 @@ def sequential_by_design(model: PythonModel, loop: Loop, waiting: CallSite, resu
     (`results`: the loop's `LoopResults` for the caller's fetch functions; `ray.get` by default)."""
     if not isinstance(loop.node, (cst.For, cst.While)):
         return False
-    body = block_statements(loop.node.body)
-    if any(isinstance(s, EXITS) for s in body):
+    memo = model.analysis(_Memos).runs_alone
+    if id(loop) not in memo:
+        memo[id(loop)] = _runs_alone(loop.node)
+    if memo[id(loop)]:
         return True
-    if any(isinstance(s, cst.Try) and any(isinstance(t, EXITS) for t in block_statements(s.body)) for s in body):
-        return True
-    if waiting.statement is not None and exits_after(loop.node.body, waiting.statement, inside_loop=False):
-        return True
-    if isinstance(loop.node, cst.While) and is_true(loop.node.test) and not has_exit(loop.node.body):
+    if waiting.statement is not None and model.exits_after(loop.node.body, waiting.statement):
         return True
     timers = [site.index for name in TIMERS for site in between(model.calls_to(name), loop.start, loop.end)]
     if any(i < waiting.index for i in timers) and any(i > waiting.index for i in timers):
         return True
     facts = results or loop_results(model, loop)
     return facts.exits_on_result or facts.polls
+
+
+def _runs_alone(loop: cst.For | cst.While) -> bool:
+    """What `sequential_by_design` can tell from the loop alone, whatever it waits for: it always exits in
+    its first iteration, retries until an attempt succeeds, or runs forever with no exit."""
+    body = block_statements(loop.body)
+    if any(isinstance(s, EXITS) for s in body):
+        return True
+    if any(isinstance(s, cst.Try) and any(isinstance(t, EXITS) for t in block_statements(s.body)) for s in body):
+        return True
+    return isinstance(loop, cst.While) and is_true(loop.test) and not has_exit(loop.body)
 
 
 def repeats_discarded_call(model: PythonModel, loop: Loop, get: CallSite, call: cst.Call) -> bool:
