@@ -53,9 +53,13 @@ def _explain(proc: subprocess.CompletedProcess[str]) -> str:
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Build the wheel once, with the test environment's python, from the repository root."""
+    """Build the wheel once, with the test environment's python, from a copy of the source tree (a build
+    writes `build/` and `*.egg-info` where it runs: never into the checkout)."""
     outdir = tmp_path_factory.mktemp("wheel")
-    proc = _run([sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", outdir], cwd=REPO, timeout=300)
+    source = tmp_path_factory.mktemp("source") / "ray-lint"
+    skipped = shutil.ignore_patterns(".git", ".venv", "build", "dist", "*.egg-info", "__pycache__", ".hypothesis", ".pytest_cache")
+    shutil.copytree(REPO, source, ignore=skipped)
+    proc = _run([sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", outdir], cwd=source, timeout=300)
     assert proc.returncode == 0, _explain(proc)
     wheels = list(outdir.glob("*.whl"))
     assert len(wheels) == 1, f"expected one wheel in {outdir}, found {wheels}\n{_explain(proc)}"
