@@ -8,7 +8,17 @@ import libcst as cst
 
 from ray_lint.diagnostics import Severity
 from ray_lint.model import SemanticModel
-from ray_lint.python_model import AFTER_ALL, CallSite, Loop, Scope, block_statements, child_nodes, iter_subtree, literal_string
+from ray_lint.python_model import (
+    AFTER_ALL,
+    CallSite,
+    Loop,
+    Scope,
+    block_statements,
+    child_nodes,
+    iter_subtree,
+    literal_string,
+    root_name,
+)
 from ray_lint.ray_api import tolerates_reinit
 from ray_lint.rule import INIT_CALLED, Context, Invalid, Rule, Valid
 
@@ -84,12 +94,10 @@ def _calls_exit(model: SemanticModel, scope: Scope, statement: cst.CSTNode) -> b
 def _imported_between(model: SemanticModel, first: CallSite, second: CallSite) -> bool:
     """Whether Ray is imported again between the two calls (`import ray` opening a notebook cell or a
     pasted snippet): the code from there on is a self-contained alternative, not a continuation."""
-    root = second.node.func
-    while isinstance(root, cst.Attribute):
-        root = root.value
-    if not isinstance(root, cst.Name):
+    root = root_name(second.node.func)
+    if root is None:
         return False
-    binding = model.reaching_binding(root.value, second.scope, second.index)
+    binding = model.reaching_binding(root, second.scope, second.index)
     return binding is not None and binding.kind == "import" and first.index < binding.index < second.index
 
 
