@@ -14,10 +14,10 @@ from pathlib import Path
 
 from ray_lint import __version__
 from ray_lint.api import ExecutorError, RunOptions, Task, lint_data, lint_file, write_fixes
-from ray_lint.cluster import Cluster, TaskFailed
 from ray_lint.config import Settings
 from ray_lint.results import FileResult
 from ray_lint.source import SourceError, read_bytes
+from ray_lint.verify.cluster import Cluster, TaskFailed
 
 BATCH_BYTES = 1 << 20  # about a megabyte of source per task: big enough to hide a task's overhead
 

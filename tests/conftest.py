@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from ray_lint.cluster import Cluster
+from ray_lint.verify.cluster import Cluster
 
 # Variables that change how the command prints (colours, width, default format); the tests set
 # the ones they need explicitly.

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from conftest import Runner
 
-from ray_lint.cluster import Cluster
+from ray_lint.verify.cluster import Cluster
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 

@@ -22,7 +22,7 @@ import psutil
 import pytest
 
 from ray_lint.config import Resolver, parse_layer
-from ray_lint.cluster import Cluster
+from ray_lint.verify.cluster import Cluster
 from ray_lint.experiment import Run, Verdict
 from ray_lint.verify.report import render_html
 from ray_lint.verify.runner import verify

@@ -30,7 +30,7 @@ def run_verify(args: argparse.Namespace, resolver: Resolver, stdout: TextIO, std
     except ImportError:
         err.print("ray-lint: error: `ray-lint verify` needs Ray: pip install 'ray-lint[verify]'")
         return EXIT_ERROR
-    from ray_lint.cluster import Cluster
+    from ray_lint.verify.cluster import Cluster
     from ray_lint.verify.runner import verify
 
     err.print("[bold]ray-lint verify runs the flagged code and its fixed form; this executes the code in these files.[/]")

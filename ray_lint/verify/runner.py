@@ -20,12 +20,12 @@ from pathlib import Path
 from typing import Any
 
 from ray_lint.api import RunOptions, lint_file, resolve
-from ray_lint.cluster import Cluster
 from ray_lint.config import Resolver
 from ray_lint.experiment import Experiment, Plan, Run, Subject, Variant, Verdict
 from ray_lint.files import discover
 from ray_lint.rule import rule_by_code_or_name
 from ray_lint.source import is_notebook
+from ray_lint.verify.cluster import Cluster
 
 OUTPUT_TAIL_BYTES = 4000
 # Ray's own run-time warnings about the anti-patterns (text as Ray 2.60 prints it), kept as evidence.
