@@ -21,11 +21,11 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 # The fast tier, to run after editing a rule (under 30 s on 2 cores): every rule's examples, the eval
-# files, the model, the engine, configuration, `# noqa` and notebook mapping, and the generated
-# docs. No Ray cluster, no packaging, no end-to-end runs of the command: `make test` runs those too.
+# files, the model, the engine, configuration, `# noqa` and notebook mapping, the generated docs,
+# message lengths and the fix harness. No Ray cluster, no packaging, no end-to-end runs of the command: `make test` runs those too.
 CHECK_TESTS := tests/test_rule_examples.py tests/test_eval_files.py tests/test_model.py tests/test_engine.py \
 	tests/test_config.py tests/test_noqa.py tests/test_notebook_mapping.py tests/test_docs.py \
-	tests/test_sizes.py tests/test_project.py tests/test_architecture.py
+	tests/test_sizes.py tests/test_project.py tests/test_architecture.py tests/test_messages.py tests/test_fixes.py
 
 check: $(STAMP)
 	$(BIN)/python -m pytest -q $(CHECK_TESTS)

@@ -19,6 +19,7 @@ import libcst as cst
 
 from ray_lint import noqa, pieces
 from ray_lint.diagnostics import FILE_ERROR_CODE, Applicability, Diagnostic, Position, Timings, apply_edits, file_error
+from ray_lint.fixes import offered
 from ray_lint.model import SemanticModel
 from ray_lint.project import LONE_FILE, ProjectFacts, facts_of, facts_of_calls, may_give
 from ray_lint.rule import Context, Report, Rule
@@ -350,7 +351,7 @@ def _to_diagnostic(rule: Rule, report: Report, ctx: Context) -> Diagnostic:
         severity=rule.severity,
         start=Position(span.start.line, span.start.column + 1),
         end=Position(span.end.line, span.end.column + 1),
-        fix=ctx.fix(report.fix) if report.fix is not None else None,
+        fix=offered(ctx.model, report.fix) if report.fix is not None else None,
         facts=report.facts,
         unless=report.unless,
         requires=report.requires,

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 from bisect import bisect_left
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -123,6 +123,19 @@ def iter_subtree(node: cst.CSTNode, *, into_functions: bool = True) -> Iterator[
         stack.extend(reversed(list(child_nodes(current))))
 
 
+def comments_in(node: cst.CSTNode) -> list[str]:
+    """Every comment inside `node`, in order. A walk of all children, whitespace included, which the
+    other walks skip: call it only for code that holds a `#`."""
+    found = []
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, cst.Comment):
+            found.append(current.value)
+        stack.extend(reversed(current.children))
+    return found
+
+
 def path_to(root: cst.CSTNode, target: cst.CSTNode, *, into_functions: bool = True) -> list[cst.CSTNode] | None:
     """The nodes from `root` down to `target` (both included), optionally not descending into nested
     defs, classes and lambdas; None when `target` is not found."""
@@ -187,6 +200,7 @@ class Scope:
     is_async: bool = False
     bindings: dict[str, list[Binding]] = field(default_factory=lambda: defaultdict(list))  # each list in event order
     globals: set[str] = field(default_factory=set)
+    reads: dict[str, list[int]] = field(default_factory=lambda: defaultdict(list))  # each name's reads, in event order
     start: int = 0  # the events of its code, nested scopes' included: [start, end)
     end: int = AFTER_ALL
     first: int = 0  # its place in `PythonModel.scopes`; the scopes nested in it follow it, up to `last`
@@ -329,6 +343,15 @@ class PythonModel:
                 return None if same_scope else bindings[-1]
             current, same_scope = current.parent, False
         return None
+
+    @cached_property
+    def read_counts(self) -> Counter[str]:
+        """How many times the file reads each name, in all scopes."""
+        counts: Counter[str] = Counter()
+        for scope in self.scopes:
+            for name, reads in scope.reads.items():
+                counts[name] += len(reads)
+        return counts
 
     def sole_assignment(self, name: str, scope: Scope, at: int) -> Binding | None:
         """The binding of `name` at `at` when it is the name's only binding in its scope and a plain
@@ -699,6 +722,8 @@ class _Walker:
             cst.Del: self._del,
             cst.Nonlocal: self._global,
             cst.Call: self._call,
+            cst.Name: self._name,
+            cst.Attribute: self._attribute,
             cst.SimpleStatementLine: self._simple_statement_line,
         }
         self.statement_types = (cst.BaseSmallStatement, cst.BaseCompoundStatement)
@@ -970,6 +995,13 @@ class _Walker:
     def _global(self, node: cst.Global | cst.Nonlocal) -> None:
         if isinstance(node, cst.Global):
             self.scope.globals.update(item.name.value for item in node.names)
+
+    def _name(self, node: cst.Name) -> None:
+        """A name the walk reaches is read: targets are bound without being walked."""
+        self.scope.reads[node.value].append(self.index)
+
+    def _attribute(self, node: cst.Attribute) -> None:
+        self.push(node.value)  # `.attr` names an attribute, not a variable
 
     def _call(self, node: cst.Call) -> None:
         site = CallSite(node, self.scope, self.index, self.loop, self.statement)

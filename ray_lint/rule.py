@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from ray_lint.diagnostics import Applicability, Edit, Fix, Position, Severity
+from ray_lint.diagnostics import Applicability, Severity
 
 if TYPE_CHECKING:  # the registry loads without libcst: a full cache hit never parses (rule modules import it)
     import libcst as cst
@@ -134,22 +134,6 @@ class Context:
         lines = self.code_for(node).strip().splitlines()
         first = lines[0] if lines else ""
         return first if len(first) <= limit and len(lines) <= 1 else first[: limit - 3].rstrip() + "..."
-
-    def edits(self, plan: FixPlan) -> tuple[Edit, ...]:
-        edits = []
-        for node, text in plan.replacements:
-            span = self.model.position(node)
-            edits.append(
-                Edit(
-                    Position(span.start.line, span.start.column + 1),
-                    Position(span.end.line, span.end.column + 1),
-                    text,
-                )
-            )
-        return tuple(edits)
-
-    def fix(self, plan: FixPlan) -> Fix:
-        return Fix(plan.message, self.edits(plan), plan.applicability)
 
 
 class Rule:
