@@ -19,7 +19,7 @@ KEYWORD = "num_cpus=1"
 class ActorDefaultNumCpus(Rule):
     code = "RAY044"
     name = "actor-default-num-cpus"
-    message = "Actor class without `num_cpus`: each instance holds 0 CPUs while it runs, so any number fit on a node"
+    message = "Actor class without `num_cpus`: instances hold 0 CPUs while they run, so any number fit on a node"
     severity = Severity.INFO
     category = "resource"
     preview = True
@@ -124,12 +124,13 @@ CPUs that idle actors hold; for a lightweight actor `num_cpus=0` may be the righ
             if any(True for option in RESOURCE_OPTIONS for _ in remote.option_values(option)):
                 continue
             created = next((site.node for site, _, actor in model.looped_submissions("actor-create") if actor is remote), None)
-            where = f", and {ctx.line_of(created)} creates them in a loop" if created is not None else ""
+            if created is not None:
+                message = f"Actor `{remote.name}` does not set `num_cpus` and is created in a loop on {ctx.line_of(created)}"
+            else:
+                message = f"Actor `{remote.name}` does not set `num_cpus`, so its instances hold 0 CPUs while they run"
             ctx.report(
                 remote.declared_at,
-                f"Actor `{remote.name}` does not set `num_cpus`: each instance needs 1 CPU to be placed but holds 0 "
-                f"while it runs, so any number of them run at once on a node{where}; set `num_cpus` (0 for an "
-                "actor that is meant to take no CPU)",
+                message,
                 self._fix(ctx, remote),
                 unless=tuple(fact for option in RESOURCE_OPTIONS for fact in given(option, remote.name)),
             )

@@ -182,7 +182,5 @@ on how the function is used.
             name = target.name.value
             ctx.report(
                 remote.declared_at,
-                f"`{name}` is an `async def` function: Ray raises `ValueError: 'async def' should not be used for "
-                f"remote tasks` when `ray.remote` is applied; make `{name}` a plain `def` task that runs the coroutine "
-                "with `asyncio.run(...)`, or an `async def` method of an actor",
+                f"`ray.remote` raises `ValueError` on `{name}`, an `async def` function",
             )

@@ -29,7 +29,7 @@ WHEN = {
 class BadResourceQuantity(Rule):
     code = "RAY047"
     name = "bad-resource-quantity"
-    message = "A literal resource quantity Ray rejects: negative, below 0.0001, not a number, or a fraction of a whole-only accelerator"
+    message = "A literal resource quantity Ray rejects: negative, too precise, not a number, or not whole"
     severity = Severity.ERROR
     category = "api-misuse"
     tokens = ("num_cpus", "num_gpus", "memory=", "memory =", "resources")  # `memory` alone is everywhere; only the keyword is checked
@@ -156,7 +156,7 @@ There is no automatic fix: the intended quantity is not in the code.
                 if problem is None or id(value) in reported:
                     continue
                 reported.add(id(value))
-                error, at_submission = problem
+                _, at_submission = problem
                 when = "when the task or actor is submitted" if at_submission and where != "data" else WHEN[where]
                 what = f"`{name}={value_text(value)}`" if is_keyword else f"`resources={{{name!r}: {value_text(value)}}}`"
-                ctx.report(value, f"{what}: Ray 2.60 refuses this quantity {when} ({error})")
+                ctx.report(value, f"{what}: Ray refuses this quantity {when}")

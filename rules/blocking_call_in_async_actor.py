@@ -6,7 +6,7 @@ import libcst as cst
 
 from ray_lint.diagnostics import Applicability, Severity
 from ray_lint.model import RemoteDef, SemanticModel
-from ray_lint.python_model import CallSite, FunctionInfo, literal_number
+from ray_lint.python_model import CallSite, FunctionInfo, literal_number, root_name
 from ray_lint.rule import REMOTE_MADE, Context, FixPlan, Invalid, Rule, Valid
 
 HTTP_VERBS = ("get", "post", "put", "patch", "delete", "head", "options", "request")
@@ -34,7 +34,7 @@ BLOCKING_TOKENS = ("sleep", "requests", "httpx", "urlopen", "urllib3", "subproce
 class BlockingCallInAsyncActor(Rule):
     code = "RAY007"
     name = "blocking-call-in-async-actor"
-    message = "A blocking call (`time.sleep`, synchronous HTTP, a subprocess) in an async actor method stalls every call to the actor"
+    message = "A blocking call in an async actor method stalls every call to the actor"
     severity = Severity.WARNING
     category = "perf"
     fixable = True
@@ -85,13 +85,18 @@ class Poller:
             await asyncio.sleep(1)
         return (await asyncio.to_thread(requests.get, url)).json()
 ```
+Each blocking call has an async counterpart: `await asyncio.sleep(...)` for `time.sleep`, an
+async HTTP client (aiohttp, `httpx.AsyncClient`) for `requests`, `httpx` and `urllib`,
+`await asyncio.create_subprocess_exec(...)` for `subprocess` and `os.system`, and
+`await loop.getaddrinfo(...)` / `asyncio.open_connection(...)` for `socket`; any of them can
+also run in a worker thread with `await asyncio.to_thread(...)`.
 If the method must block, make the actor a threaded actor instead: plain `def` methods and
 `max_concurrency=N`.
 
 ## Fix safety
 The fix, offered for a `time.sleep(...)` statement, replaces it with `await asyncio.sleep(...)`
 and adds `import asyncio` before the module-level import of `time` when `asyncio` is not
-imported. It is unsafe: other calls to the actor now run during the pause, which is the point,
+imported; that import replaces `import time` when the sleep was its only use. It is unsafe: other calls to the actor now run during the pause, which is the point,
 but their side effects can interleave with this method's where they could not before. Other
 blocking calls have no fix: the async replacement depends on the library.
 
@@ -143,18 +148,19 @@ blocking calls have no fix: the async replacement depends on the library.
     ]
     INVALID = [
         Invalid(
-            "import asyncio\nimport time\nimport ray\n\n@ray.remote\nclass A:\n    async def run(self):\n        time.sleep(1)\n",
+            "import asyncio\nimport time\nimport ray\n\n@ray.remote\nclass A:\n    async def run(self):\n        time.sleep(1)\n\n"
+            "    def now(self):\n        return time.time()\n",
             8,
             fixed="import asyncio\nimport time\nimport ray\n\n@ray.remote\nclass A:\n    async def run(self):\n"
-            "        await asyncio.sleep(1)\n",
+            "        await asyncio.sleep(1)\n\n    def now(self):\n        return time.time()\n",
         ),
         Invalid(
             "import time\nimport ray\n\n@ray.remote\nclass A:\n    async def run(self, delay):\n        while True:\n"
             "            time.sleep(delay)\n",
             8,
-            fixed="import asyncio\nimport time\nimport ray\n\n@ray.remote\nclass A:\n    async def run(self, delay):\n"
+            fixed="import asyncio\nimport ray\n\n@ray.remote\nclass A:\n    async def run(self, delay):\n"
             "        while True:\n            await asyncio.sleep(delay)\n",
-            note="asyncio is imported by the fix",
+            note="asyncio is imported by the fix, in place of `time`, whose only use was the sleep",
         ),
         Invalid(
             "import requests\nimport ray\n\n@ray.remote\nclass A:\n    async def fetch(self, url):\n"
@@ -203,8 +209,7 @@ blocking calls have no fix: the async replacement depends on the library.
     def _report(self, ctx: Context, site: CallSite, name: str, actor: RemoteDef, method: FunctionInfo) -> None:
         ctx.report(
             site.node,
-            f"`{name}` blocks the event loop of the async actor method `{actor.name}.{method.node.name.value}`: "
-            f"no other call to the actor runs until it returns; use {BLOCKING_CALLS[name]}",
+            f"`{name}` blocks the event loop of async actor method `{actor.name}.{method.node.name.value}`",
             fix=_sleep_fix(ctx, site, method) if name == "time.sleep" else None,
         )
 
@@ -227,7 +232,9 @@ def _sleep_fix(ctx: Context, site: CallSite, method: FunctionInfo) -> FixPlan | 
         anchor = _module_import_to_precede(model, site)
         if anchor is None:
             return None
-        replacements.append((anchor, f"import asyncio\n{ctx.code_for(anchor)}"))
+        # The import of `time` (or of `sleep`) goes when this call was its only use: no unused import stays.
+        kept = "" if _only_use(model, anchor, site) else f"\n{ctx.code_for(anchor)}"
+        replacements.append((anchor, f"import asyncio{kept}"))
     replacements.append((call, f"await asyncio.sleep({ctx.code_for(call.args[0].value)})"))
     return FixPlan("Use `await asyncio.sleep(...)`", tuple(replacements), Applicability.UNSAFE)
 
@@ -251,6 +258,14 @@ def _module_import_to_precede(model: SemanticModel, site: CallSite) -> cst.Impor
                 if isinstance(small, (cst.Import, cst.ImportFrom)) and _binds(small, binding.node):
                     return small
     return None
+
+
+def _only_use(model: SemanticModel, anchor: cst.Import | cst.ImportFrom, site: CallSite) -> bool:
+    """Whether `anchor` imports one name, which only the sleep call at `site` reads."""
+    if isinstance(anchor.names, cst.ImportStar) or len(anchor.names) != 1:
+        return False
+    name = root_name(site.node.func)
+    return name is not None and model.read_counts[name] == 1
 
 
 def _binds(statement: cst.Import | cst.ImportFrom, alias: cst.CSTNode) -> bool:

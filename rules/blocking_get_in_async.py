@@ -161,10 +161,10 @@ or a class body), and for a list only when `asyncio` is imported. `ray.wait` has
     INVALID = [
         Invalid(
             "import asyncio\nimport ray\n\nasync def main(client):\n    beat = asyncio.create_task(client.heartbeat())\n"
-            "    print(ray.get(work.remote()))\n    await beat\n\nasyncio.run(main(make_client()))\n",
+            "    print(ray.get(work.remote()))\n    await beat\n\nasyncio.run(main(make_client()))\nray.shutdown()\n",
             6,
             fixed="import asyncio\nimport ray\n\nasync def main(client):\n    beat = asyncio.create_task(client.heartbeat())\n"
-            "    print(await work.remote())\n    await beat\n\nasyncio.run(main(make_client()))\n",
+            "    print(await work.remote())\n    await beat\n\nasyncio.run(main(make_client()))\nray.shutdown()\n",
             note="an entry coroutine that started a task: the get stalls it",
         ),
         Invalid(
@@ -218,10 +218,10 @@ or a class body), and for a list only when `asyncio` is imported. `ray.wait` has
         ),
         Invalid(
             "import ray\nfrom ray import serve\n\n@serve.deployment\nclass Api:\n    async def __call__(self, request):\n"
-            "        return ray.get(self.model.predict.remote(await request.json()))\n",
+            "        return ray.get(self.model.predict.remote(await request.json()))\n\nray.init()\n",
             7,
             fixed="import ray\nfrom ray import serve\n\n@serve.deployment\nclass Api:\n    async def __call__(self, request):\n"
-            "        return await self.model.predict.remote(await request.json())\n",
+            "        return await self.model.predict.remote(await request.json())\n\nray.init()\n",
             note="an async Serve deployment method",
         ),
     ]
@@ -252,26 +252,19 @@ or a class body), and for a list only when `asyncio` is imported. `ray.wait` has
         deployment = _deployment_of_method(model, coroutine) if actor is None else None
         if actor is not None:
             where = (
-                f"in the async actor method `{actor.name}.{coroutine.node.name.value}` blocks the actor's event loop: "
-                "no other call to the actor runs until it returns"
+                f"in the async actor method `{actor.name}.{coroutine.node.name.value}` blocks the actor's event loop"
             )
         elif deployment is not None:
             where = (
-                f"in the async Serve deployment method `{deployment}.{coroutine.node.name.value}` blocks the replica's "
-                "event loop: no other request to the replica runs until it returns"
+                f"in the async Serve method `{deployment}.{coroutine.node.name.value}` blocks the replica's event loop"
             )
         else:
             where = (
-                f"in the coroutine `{coroutine.node.name.value}` blocks its event loop: "
-                "nothing else on the loop runs until it returns"
+                f"in the coroutine `{coroutine.node.name.value}` blocks its event loop"
             )
-        if short == "get":
-            advice = "`await` the ref (`await asyncio.gather(*refs)` for a list)"
-        else:
-            advice = "use `await asyncio.wait(...)`, or run it in `asyncio.to_thread`"
         ctx.report(
             site.node,
-            f"`ray.{short}` {where}; {advice}",
+            f"`ray.{short}` {where}",
             fix=self._fix(ctx, site, coroutine) if short == "get" else None,
         )
 

@@ -327,9 +327,7 @@ There is no automatic fix: where shared state should live is a design decision.
                 reported.add(write.attr)
                 ctx.report(
                     write.node,
-                    f"this {write.how} the class attribute `{write.attr}` of actor class `{actor.remote.name}`: every actor is "
-                    f"its own process with its own copy of the class, so other `{actor.remote.name}` actors never see it; keep "
-                    "shared state in one actor that the others call, or on `self` if it is per actor",
+                    f"This {write.how} the class attribute `{write.attr}` of one `{actor.remote.name}` actor, not of the others",
                 )
         self._driver_sets(ctx, actors)
 
@@ -352,7 +350,5 @@ There is no automatic fix: where shared state should live is a design decision.
                 continue
             ctx.report(
                 store.statement,
-                f"`@ray.remote` made `{actor.remote.name}` an `ActorClass` wrapper: setting `{attr}` on it changes the wrapper "
-                f"in this process, not the class the actors run, so no `{actor.remote.name}` actor sees it; pass the value to "
-                f"`{actor.remote.name}.remote(...)` instead",
+                f"Setting `{attr}` on the `ActorClass` wrapper `{actor.remote.name}` does not reach any of its actors",
             )

@@ -31,7 +31,7 @@ RAY_ERROR_BYTES = 10**8
 class ClosureCaptureLarge(Rule):
     code = "RAY031"
     name = "closure-capture-large"
-    message = "A remote function or actor class reads a large object from an enclosing scope, so Ray pickles the object into its definition"
+    message = "A remote function or actor class captures a large object, which Ray pickles into its definition"
     severity = Severity.WARNING
     category = "perf"
     tokens = REMOTE_MADE
@@ -243,19 +243,15 @@ and every call site, possibly in other files.
             for capture in captured:
                 size = self._captured_size(model, capture, threshold)
                 if size is not None:
-                    origin = capture.bindings[0].node
                     ctx.report(
                         capture.use,
-                        f"The {remote_kind(remote)} `{remote.name}` reads `{capture.name}`, {size.describe()} "
-                        f"(bound on {ctx.line_of(origin)}): cloudpickle copies it into the definition Ray exports"
-                        f"{_consequence(size, remote)}; `ray.put` it once and pass the ref as an argument, or build it "
-                        "in the worker",
+                        f"The {remote_kind(remote)} `{remote.name}` captures `{capture.name}`, {size.describe()}"
+                        f"{_consequence(size, remote)}",
                     )
             for node, what, size in self._pickled_values(model, remote, threshold):
                 ctx.report(
                     node,
-                    f"{what}the {remote_kind(remote)} `{remote.name}` is {size.describe()}: it is pickled into the "
-                    f"definition Ray exports{_consequence(size, remote)}; `ray.put` it once and pass the ref as an argument",
+                    f"{what}`{remote.name}` is {size.describe()}{_consequence(size, remote)}",
                 )
 
     def _captured_size(self, model: SemanticModel, capture: Capture, threshold: int) -> Size | None:
@@ -282,7 +278,7 @@ and every call site, possibly in other files.
             size = size_of(model, default, function.parent_scope, at)
             if size is not None and size.at_least(threshold):
                 method = f"method `{function.node.name.value}` of " if remote.cls is not None else ""
-                yield default, f"The default value of parameter `{param.name.value}` of {method}", size
+                yield default, f"The default of parameter `{param.name.value}` of {method}", size
         if remote.cls is None:
             return
         for name, bindings in remote.cls.scope.bindings.items():
@@ -297,9 +293,8 @@ and every call site, possibly in other files.
 
 def _consequence(size: Size, remote: RemoteDef) -> str:
     """What Ray does with a definition of this size (the size of the capture is a lower bound of it)."""
-    what = "actor" if remote.kind == "actor" else "remote function"
     if size.bytes is not None and size.bytes >= RAY_ERROR_BYTES:
-        return f", and by default Ray refuses to export a pickled {what} of 10**8 bytes or more (`ValueError: ... is too large`)"
+        return ", too large for Ray to export"
     if size.bytes is not None and size.bytes >= RAY_WARN_BYTES:
-        return f", and Ray warns that the {what} is very large (above 10**7 bytes)"
+        return ", past Ray's size warning"
     return ""

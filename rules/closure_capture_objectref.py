@@ -18,7 +18,7 @@ REF_TOKENS = (".remote(", "put(", " put")
 class ClosureCaptureObjectRef(Rule):
     code = "RAY032"
     name = "closure-capture-objectref"
-    message = "A remote function or actor class reads an ObjectRef from an enclosing scope, which pins its object until the job ends"
+    message = "A remote function or actor class captures an ObjectRef, which pins its object until the job ends"
     severity = Severity.INFO
     category = "resource"
     preview = True
@@ -174,18 +174,13 @@ every call site, and Ray resolves a top-level ref argument to its value, so the 
                 if origin is not None:
                     ctx.report(
                         capture.use,
-                        f"The {remote_kind(remote)} `{remote.name}` reads `{capture.name}`, {_describe(ctx, origin)}: "
-                        "pickled with the definition, "
-                        "it pins the object in the object store until the job ends; pass it to the "
-                        f"{'actor or method' if remote.kind == 'actor' else 'task'} as an argument instead",
+                        f"The {remote_kind(remote)} `{remote.name}` captures `{capture.name}`, {_describe(ctx, origin)}",
                     )
             for function, param, default, at in model.parameter_defaults(remote):
                 if model.ref_origin(default, function.parent_scope, at) is not None:
                     ctx.report(
                         default,
-                        f"The default value of parameter `{param.name.value}` of the {remote_kind(remote)} "
-                        f"`{remote.name}` is an ObjectRef: pickled with the definition, it pins the object in the "
-                        "object store until the job ends; pass the ref at each call instead",
+                        f"The default of parameter `{param.name.value}` of the {remote_kind(remote)} `{remote.name}` is an ObjectRef",
                     )
 
     def _captured_ref(self, model: SemanticModel, capture: Capture) -> RefOrigin | None:
@@ -205,6 +200,6 @@ def _describe(ctx: Context, origin: RefOrigin) -> str:
     """What the captured name holds, and where it was made."""
     where = ctx.line_of(origin.producer)
     if isinstance(origin.producer, cst.List) and not origin.producer.elements:
-        return f"a list filled with ObjectRefs by `.append` (made on {where})"
+        return f"a list of ObjectRefs made on {where}"
     held = "a list of ObjectRefs" if origin.kind == "ref-list" else "an ObjectRef"
-    return f"{held} from `{ctx.snippet(origin.producer)}` ({where})"
+    return f"{held} made on {where}"

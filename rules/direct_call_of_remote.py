@@ -202,11 +202,9 @@ that uses the result needs a `ray.get(...)` the fix does not add.
                     continue
                 name = func.value
                 if remote.kind == "task":
-                    message = f"`{name}(...)` calls a remote function directly, which raises TypeError; use `{name}.remote(...)`"
+                    message = f"`{name}(...)` calls a remote function directly, which raises `TypeError`"
                 else:
-                    message = (
-                        f"`{name}(...)` instantiates an actor class directly, which raises TypeError; use `{name}.remote(...)`"
-                    )
+                    message = f"`{name}(...)` instantiates an actor class directly, which raises `TypeError`"
                 ctx.report(site.node, message, self._fix(ctx, func))
             elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name):
                 method = func.attr.value
@@ -220,7 +218,7 @@ that uses the result needs a `ray.get(...)` the fix does not add.
                 text = f"{func.value.value}.{method}"
                 ctx.report(
                     site.node,
-                    f"`{text}(...)` calls an actor method directly, which raises TypeError; use `{text}.remote(...)`",
+                    f"`{text}(...)` calls an actor method directly, which raises `TypeError`",
                     self._fix(ctx, func),
                 )
 

@@ -260,20 +260,14 @@ cluster's configuration.
             before = [site for site in here if site.index < write.index]
             later = any(site.index > write.index for site in here)  # set for the cluster a later `ray.init()` starts
             if before and not later and not _connects_to_existing(before[-1]):
-                why = f"after `ray.init()` on line {model.position(before[-1].node).start.line} started the workers"
+                why = f"after `ray.init()` (line {model.position(before[-1].node).start.line})"
             elif existing is not None:
-                why = f"and `ray.init` on line {model.position(existing.node).start.line} connects to an existing cluster"
+                why = f"of an existing cluster (line {model.position(existing.node).start.line})"
             else:
                 continue
             reported.add(key)
             remote = readers[key]
-            kind = "actor" if remote.kind == "actor" else "remote function"
-            ctx.report(
-                write.node,
-                f"`{key}` is set in the driver {why}, and {kind} `{remote.name}` reads it: a worker's environment comes "
-                f"from the raylet that started it, not from the driver, so it sees the variable unset; pass it with "
-                f'`runtime_env={{"env_vars": {{"{key}": ...}}}}` in `ray.init` or the task\'s options',
-            )
+            ctx.report(write.node, f"`{remote.name}` will not see `{key}`, set in the driver {why}")
 
     # --- sys.path
 
@@ -288,12 +282,9 @@ cluster's configuration.
             if used is None:
                 continue
             name, module, remote = used
-            kind = "actor" if remote.kind == "actor" else "remote function"
             ctx.report(
                 change.node,
-                f"workers do not get the driver's `sys.path` changes (Ray adds only the script's directory and the working "
-                f"directory): `{name}`, imported after this and used by {kind} `{remote.name}`, may fail to import in the "
-                'worker; ship it with `runtime_env={"py_modules": [...]}` or `{"working_dir": ...}`, or install it on every node',
+                f"Workers do not get this `sys.path` change, so `{name}` may fail to import in `{remote.name}`",
                 unless=own_module(module),
             )
             return

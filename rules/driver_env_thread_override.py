@@ -197,12 +197,10 @@ There is no automatic fix: the right value depends on how many CPUs the tasks re
         count = _thread_value(ctx.model, value, scope, at)
         if count is None or count <= 1 or count <= share:
             return
-        shown = "the number of cores" if count == ALL_CORES else f"{count:g}"
+        shown = "all cores" if count == ALL_CORES else f"{count:g}"
         ctx.report(
             node,
-            f"`{key}` set to {shown} reaches {reach}, and Ray sets `OMP_NUM_THREADS` to a task's `num_cpus` "
-            "only when it is unset (never `MKL_`/`OPENBLAS_NUM_THREADS`): with one worker per CPU the node's cores are "
-            "oversubscribed; leave it unset or 1, or request a matching `num_cpus`",
+            f"`{key}` set to {shown} reaches {reach}",
             facts=SettingFacts(key, None if count == ALL_CORES else int(count)),
         )
 

@@ -95,7 +95,8 @@ def featurize(paths):
         return pool.map(load_and_parse, paths)
 ```
 or let Ray parallelize: `ray.get([load_and_parse_task.remote(p) for p in paths])`, or
-`ray.util.multiprocessing.Pool`.
+`ray.util.multiprocessing.Pool`. Instead of `os.fork()`, start a new program with `subprocess`,
+or use Ray tasks.
 
 ## Fix safety
 The fix is unsafe. It replaces `mp.Pool(...)`, `mp.Process(...)` or `mp.Manager()` with
@@ -241,13 +242,9 @@ module. It is not offered for `os.fork()`, for names imported from `multiprocess
             where = self._connected(model, site)
             if where is None:
                 continue
-            advice = 'a spawn context (`multiprocessing.get_context("spawn")`) or Ray tasks'
-            if model.call_name(site) in ALWAYS_FORK:
-                advice = "`subprocess` to start a new program, or Ray tasks"
             ctx.report(
                 site.node,
-                f"`{ctx.snippet(site.node.func)}(...)` {how} {where}: the child shares Ray's sockets to the raylet and GCS "
-                f"without synchronization, which can corrupt messages or hang; use {advice}",
+                f"`{ctx.snippet(site.node.func, 30)}` {how} {where}",
                 self._fix(ctx, site),
             )
 
@@ -270,14 +267,14 @@ module. It is not offered for `os.fork()`, for names imported from `multiprocess
             context = keyword_arg(call, "context") or keyword_arg(call, "ctx")
             if context is not None:
                 return "starts its processes by fork" if self._fork_context(model, context.value, site) else None
-            return None if start_method_set else "starts its processes by fork (the default start method on Linux before Python 3.14)"
+            return None if start_method_set else "starts its processes by fork"
         if name in EXECUTORS:
             context = keyword_arg(call, "mp_context")
             if context is None and len([a for a in call.args if a.keyword is None]) >= 2:
                 return None  # `ProcessPoolExecutor(4, ctx)`: a context given by position
             if context is not None:
                 return "starts its workers by fork" if self._fork_context(model, context.value, site) else None
-            return None if start_method_set else "starts its workers by fork (the default start method on Linux before Python 3.14)"
+            return None if start_method_set else "starts its workers by fork"
         func = call.func
         if isinstance(func, cst.Attribute) and func.attr.value in CONTEXT_METHODS:
             method = self._context_method(model, func.value, site)
@@ -323,7 +320,7 @@ module. It is not offered for `os.fork()`, for names imported from `multiprocess
         last_init = max(inits)
         if any(_runs_in(s, scope) and last_init < s.index < site.index for s in model.calls_to("ray.shutdown")):
             return None
-        return "in a driver connected to Ray (after `ray.init()`)"
+        return "in a driver connected to Ray"
 
     def _fix(self, ctx: Context, site: CallSite) -> FixPlan | None:
         model = ctx.model

@@ -12,7 +12,6 @@ from ray_lint.ray_api import declared_num_returns, first_argument, signature_pro
 from ray_lint.rule import Context, Invalid, Rule, Valid
 
 GET_KEYWORDS = ("object_refs", "timeout", "_use_object_store")
-GET_VALUE_ERROR = "'object_refs' must either be an ObjectRef or a list of ObjectRefs"
 
 
 def target_function(model: SemanticModel, submission: Submission) -> cst.FunctionDef | None:
@@ -185,7 +184,7 @@ with `list(...)` or iterated, depends on what the caller does with the result.
         model, call = ctx.model, site.node
         problem = signature_problem(call, "ray.get", GET_KEYWORDS)
         if problem is not None:
-            return problem
+            return problem[0], _signature_message(problem[0], "ray.get")
         timeout = next((a for a in call.args if a.keyword is not None and a.keyword.value == "timeout"), None)
         arg = first_argument(call, "object_refs")
         if arg is None:
@@ -194,32 +193,27 @@ with `list(...)` or iterated, depends on what the caller does with the result.
         generator = self._streaming_generator(model, value, site)
         if generator is not None:
             return arg, (
-                f"`ray.get` on the ObjectRefGenerator of {generator} returns the generator unchanged, without waiting "
-                "and without values; iterate it and `ray.get` each ref, or `ray.get(list(gen))`"
+                f"`ray.get` on the ObjectRefGenerator of {generator} returns it unchanged"
             )
         kind = non_list_collection(model, value, site.scope, site.index)
         if kind is not None:
             return arg, (
-                f"`ray.get` on {kind}: Ray 2.60 raises `ValueError: Invalid type of object refs ... {GET_VALUE_ERROR}`; "
-                "pass a list"
+                f"`ray.get` on {kind} raises `ValueError`: it takes a ref or a list of refs"
             )
         kind = non_ref_literal(value)
         if kind is not None:
-            return arg, f"`ray.get` on {kind}, which is not an ObjectRef: Ray 2.60 raises `ValueError: ... {GET_VALUE_ERROR}`"
+            return arg, f"`ray.get` on {kind}, which is not an ObjectRef, raises `ValueError`"
         if isinstance(value, cst.List) and not any(isinstance(e, cst.StarredElement) for e in value.elements):
             found = literal_item_problem([e.value for e in value.elements])
             if found is not None:
                 return found[0], (
-                    f"`ray.get` on a list holding {found[1]}: Ray 2.60 raises `TypeError: Attempting to call `get` on "
-                    f"the value {ctx.snippet(found[0], 20)}, which is not an ray.ObjectRef`"
+                    f"`ray.get` on a list holding {found[1]} raises `TypeError`"
                 )
         if timeout is not None:
             seconds = literal_number(timeout.value)
             if seconds is not None and seconds != -1 and int(seconds * 1000) < -1:
                 return timeout, (
-                    f"`timeout={ctx.snippet(timeout.value, 12)}`: a negative timeout other than -1 reaches Ray's core worker "
-                    "as negative milliseconds, and Ray 2.60 aborts the process (`Check failed: timeout_ms >= 0 || "
-                    "timeout_ms == -1`) when the object is not ready yet; use `timeout=None` to wait without limit"
+                    f"`timeout={ctx.snippet(timeout.value, 12)}` makes Ray abort the process if the object is not ready yet"
                 )
         return None
 
@@ -240,3 +234,10 @@ with `list(...)` or iterated, depends on what the caller does with the result.
             return None
         where = "task" if submission.kind == "task" else "actor method"
         return f"the generator {where} `{function.name.value}`"
+
+
+def _signature_message(node: cst.CSTNode, function: str) -> str:
+    """A short message for an argument Python rejects (`signature_problem` found it)."""
+    if isinstance(node, cst.Arg) and node.keyword is not None:
+        return f"`{function}` has no keyword `{node.keyword.value}`, so Python raises `TypeError`"
+    return f"`{function}` takes one positional argument, so Python raises `TypeError`"

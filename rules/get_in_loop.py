@@ -30,6 +30,7 @@ from ray_lint.experiment import (
 from ray_lint.model import RefOrigin, SemanticModel, Submission
 from ray_lint.project import concurrent_actor, sequential_actor
 from ray_lint.python_model import (
+    comments_in,
     AFTER_ALL,
     CallSite,
     FunctionInfo,
@@ -169,7 +170,8 @@ Test files (`test-files`) are not checked: a get per worker in a test of three w
 
 It also follows one level of helper: a loop that calls a module-level function of the same
 file which submits a task and waits for it (outside any loop of its own) is reported at the
-call in the loop. A helper that waits on an actor it was handed (a counter, a buffer) is not.
+call in the loop: have the helper return the ref, and call `ray.get` once after the loop. A
+helper that waits on an actor it was handed (a counter, a buffer) is not reported.
 
 The diagnostic is reported on the line of the `ray.get` call (or of the helper call); put a
 `# noqa: RAY001` there.
@@ -188,12 +190,18 @@ results = ray.get([process.remote(x) for x in items])
 Or, to handle results as they finish, use `ray.wait` (see RAY002).
 
 ## Fix safety
-The fix is unsafe: it starts every task before waiting for any, which changes when side
-effects happen, how much memory the results take at once, and which exception surfaces
-first. It is offered for comprehensions and generator expressions whose element is the
-`ray.get`, for a `for` loop whose only statement is `results.append(ray.get(...))`, and for
-one whose body is `ref = f.remote(x)` then `results.append(ray.get(ref))` when `ref` is used
-nowhere else.
+The fix is unsafe in every shape it is offered for, and stays so by decision: submitting every task
+before waiting for any puts as many tasks in flight as the loop has turns (memory and object store
+load grow with the iterable, where the loop kept one), runs the tasks after one that fails, and,
+when several fail, may raise another task's error than the loop would have. None of that is
+visible in the code, so the fix cannot prove it keeps behaviour.
+
+It is offered for comprehensions and generator expressions whose element is the `ray.get`, for a
+`for` loop whose only statement is `results.append(ray.get(...))`, and for one whose body is
+`ref = f.remote(x)` then `results.append(ray.get(ref))` when `ref` is used nowhere else. It is not
+offered when the loop variable is read after the loop (or by a function that may run later), since
+the rewritten loop no longer sets it. Comments inside the loop are kept, on their own lines above
+the statement that replaces it.
 
 ## Options
 - `extra-get-functions`: qualified names of helpers that block like `ray.get`.
@@ -403,6 +411,31 @@ nowhere else.
             fixed="import ray\nout = []\nout.extend(ray.get([f.remote(x) for x in xs]))\n",
         ),
         Invalid(
+            "import ray\nfor cfg in configs:\n    results.append(ray.get(train.remote(cfg)))\nprint(cfg)\n",
+            3,
+            note="no fix: the loop variable is read after the loop, and the fix would remove it",
+        ),
+        Invalid(
+            "import ray\n\ndef run(configs):\n    for cfg in configs:\n        results.append(ray.get(train.remote(cfg)))\n"
+            "    log = lambda: cfg\n    return log\n",
+            5,
+            note="no fix: a function defined later reads the loop variable",
+        ),
+        Invalid(
+            "import ray\nfor cfg in configs:\n    results.append(ray.get(train.remote(cfg)))\ncfg = None\nprint(cfg)\n",
+            3,
+            fixed="import ray\nresults.extend(ray.get([train.remote(cfg) for cfg in configs]))\ncfg = None\nprint(cfg)\n",
+            note="the loop variable is assigned again before it is read: the fix may remove the loop",
+        ),
+        Invalid(
+            "import ray\n\ndef run(xs, out):\n    for x in xs:  # each input once\n        # one task per input\n"
+            "        out.append(ray.get(f.remote(x)))  # keep order\n",
+            6,
+            fixed="import ray\n\ndef run(xs, out):\n    # each input once\n    # one task per input\n"
+            "    out.extend(ray.get([f.remote(x) for x in xs]))  # keep order\n",
+            note="the loop's comments are kept, above the statement that replaces it",
+        ),
+        Invalid(
             "import ray\n\ndef run_one(x):\n    ref = f.remote(x)\n    return ray.get(ref)\n\nresults = [run_one(x) for x in xs]\n",
             7,
             note="a one-level helper that submits and waits, called in a loop",
@@ -478,7 +511,7 @@ nowhere else.
             return
         if _calls_between(model, producer.index, get.index) > OVERLAPPED_CALLS:
             return  # the task runs while the iteration does other work: already overlapped
-        message = self.message + "; submit them all first and call `ray.get` once after the loop"
+        message = "`ray.get` in a loop waits for each task in turn"
         known = LoopFacts(model.literal_iterations(loop))
         ctx.report(get.node, message, self._fix(ctx, get, loop, submission.call), known, unless=unless, requires=requires)
 
@@ -534,8 +567,7 @@ nowhere else.
                 continue
             ctx.report(
                 site.node,
-                f"`{name}()` submits a task and waits for it with `ray.get` ({ctx.line_of(inner_get.node)}), so calling it in this loop "
-                "runs the tasks one at a time; have it return the ref and call `ray.get` once after the loop",
+                f"`{name}()` waits for its task ({ctx.line_of(inner_get.node)}), so this loop runs the tasks one at a time",
                 facts=LoopFacts(model.literal_iterations(site.loop)),
             )
 
@@ -616,11 +648,21 @@ nowhere else.
         ):
             target = ctx.code_for(append.func.value)
             refs = ctx.code_for(cst.ListComp(elt=producer, for_in=cst.CompFor(target=node.target, iter=node.iter)))
-            return self._plan(node, f"{target}.extend({fetch}({refs}))")
+            return self._plan(node, _with_comments(ctx, node, f"{target}.extend({fetch}({refs}))"))
         return None
 
     def _plan(self, node: cst.CSTNode, text: str) -> FixPlan:
         return FixPlan("Submit all tasks first, then call `ray.get` once", ((node, text),), Applicability.UNSAFE)
+
+
+def _with_comments(ctx: Context, loop: cst.For, statement: str) -> str:
+    """The statement that replaces `loop`, after the loop's comments, each on its own line at the
+    loop's indentation: a fix never drops a comment."""
+    span = ctx.model.source_of(loop)  # the comment after the loop's last line is not in it, and stays
+    if "#" not in span:
+        return statement
+    indent = " " * ctx.model.position(loop).start.column
+    return "".join(f"{comment}\n{indent}" for comment in comments_in(loop) if comment in span) + statement
 
 
 def _one_actor(model: SemanticModel, submission: Submission, loop: Loop) -> bool:

@@ -62,7 +62,7 @@ class _RefLoop:
 class GetSubmissionOrder(Rule):
     code = "RAY002"
     name = "get-submission-order"
-    message = "Results are fetched one at a time in submission order, so work on fast results waits behind slow tasks submitted earlier"
+    message = "Results are fetched in submission order, so work on fast results waits behind slow tasks"
     severity = Severity.WARNING
     category = "perf"
     fixable = True
@@ -269,8 +269,7 @@ silently); it copies the list into a new name, so `refs` itself is unchanged.
             if sequential_by_design(model, found.loop, get, facts) or not _works_on_results(model, found, facts):
                 continue
             message = (
-                f"`{ctx.snippet(get.node)}` waits for each ref in submission order, so the work on results that are "
-                "already done waits behind slower tasks submitted earlier; use `ray.wait` to handle them as they finish"
+                f"`{ctx.snippet(get.node, limit=40)}` fetches results in submission order, not as they finish"
             )
             ctx.report(get.node, message, self._fix(ctx, found))
 

@@ -18,7 +18,7 @@ SMALL_RESULT_CALLS = frozenset({"len", "int", "float", "bool", "round", "abs", "
 class GetTooManyObjects(Rule):
     code = "RAY003"
     name = "get-too-many-objects"
-    message = "One `ray.get` fetches a very large number of results, or results that add up to a lot of memory, all at once"
+    message = "One `ray.get` fetches a very large number of results, or a lot of memory, all at once"
     severity = Severity.WARNING
     category = "resource"
     preview = True
@@ -202,14 +202,12 @@ next, which needs the code that uses the results to change.
                 if count * size < total_bytes:
                     continue
                 message = (
-                    f"`{ctx.snippet(get.node)}` fetches {count:,} results of about {format_bytes(size)} each "
-                    f"({format_bytes(count * size)} in all) at once; fetch and process them in `ray.wait` batches"
+                    f"`{ctx.snippet(get.node, limit=30)}` fetches {count:,} results, about {format_bytes(count * size)}, at once"
                 )
             elif count >= min_refs:
-                built = "" if any(node is where for node in iter_subtree(get.node)) else f" (the list is built at {ctx.line_of(where)})"
+                built = "" if any(node is where for node in iter_subtree(get.node)) else f" (list built at {ctx.line_of(where)})"
                 message = (
-                    f"`{ctx.snippet(get.node)}` fetches {count:,} results at once{built}; if they are large this can exhaust "
-                    "the caller's heap or object store: fetch and process them in `ray.wait` batches"
+                    f"`{ctx.snippet(get.node, limit=30)}` fetches {count:,} results at once{built}"
                 )
             else:
                 continue

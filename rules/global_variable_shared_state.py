@@ -583,12 +583,9 @@ There is no automatic fix: moving state into arguments or an actor changes the p
                     if evidence is None:
                         continue
                     reported.add(change.name)
-                    kind = "actor" if remote.kind == "actor" else "remote function"
                     ctx.report(
                         change.node,
-                        f"{kind} `{remote.name}` uses the global `{change.name}`, and Ray pickled it with the value "
-                        f"`{change.name}` had when it was first submitted ({evidence}): this change in the driver never "
-                        f"reaches the workers, which keep the old value; pass `{change.name}` as an argument, or keep it in an actor",
+                        f"`{remote.name}` never sees this change to `{change.name}`, pickled when first submitted ({evidence})",
                     )
                     break
 
@@ -609,7 +606,7 @@ There is no automatic fix: moving state into arguments or an actor changes the p
             loop = model.common_loop(change.loop, call.site.loop)
             if loop is None or model.literal_iterations(loop) in (0, 1) or any(loop.contains_index(r) for r in restarts):
                 continue
-            return f"in the first iteration of the loop on line {model.position(loop.node).start.line}"
+            return f"loop on line {model.position(loop.node).start.line}"
         return None
 
     def _runs_read(self, facts: _Globals, call: _Submitted, name: str) -> bool:
@@ -633,11 +630,9 @@ There is no automatic fix: moving state into arguments or an actor changes the p
                 if evidence is None:
                     continue
                 seen.add(name)
-                where = "actor method" if body.remote.kind == "actor" else "remote function"
                 ctx.report(
                     node,
-                    f"{where} `{body.function.node.name.value}` runs in its own worker process: this write to the global "
-                    f"`{name}` changes only that worker's copy, but {evidence}; return the value, or keep the state in an actor",
+                    f"This write to global `{name}` stays in `{body.function.node.name.value}`'s worker, but {evidence}",
                 )
 
     def _driver_read(self, facts: _Globals, body: _Body, name: str) -> str | None:
@@ -647,14 +642,14 @@ There is no automatic fix: moving state into arguments or an actor changes the p
                 line = model.position(call.site.node).start.line
                 read = facts.reads_after(driver, name, line)
                 if read is not None:
-                    return f"the driver reads `{name}` on line {model.position(read).start.line}, after submitting it on line {line}"
+                    return f"the driver reads it on line {model.position(read).start.line}"
         return None
 
     def _other_reader(self, facts: _Globals, name: str) -> str | None:
         other = facts.other_reader(name)
         if other is None:
             return None
-        return f"`{other.function.node.name.value}` reads `{name}` in whatever worker runs it, which need not have run this write"
+        return f"`{other.function.node.name.value}` reads it in other workers"
 
     def _runs(self, call: _Submitted, body: _Body) -> bool:
         """Whether `call`, a submission of `body`'s remote, runs `body`: the task, `__init__`, or the method."""

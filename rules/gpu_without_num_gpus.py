@@ -209,11 +209,7 @@ task that used several GPUs needs a larger number.
             if marker is None:
                 continue
             what = "actor" if remote.kind == "actor" else "task"
-            message = (
-                f"{what} `{remote.name}` uses a GPU (`{ctx.snippet(marker, 40)}` on {ctx.line_of(marker)}) but does not "
-                "request `num_gpus`: Ray (2.60) does not schedule it on a GPU and does not isolate it, so it sees every "
-                "GPU of its node and contends with the tasks that requested them"
-            )
+            message = f"{what} `{remote.name}` uses a GPU on {ctx.line_of(marker)} (`{ctx.snippet(marker, 24)}`) without `num_gpus`"
             ctx.report(remote.declared_at, message, self._fix(ctx, remote), unless=given("num_gpus", remote.name))
 
     def _gpu_uses(self, model: SemanticModel, remote: RemoteDef) -> Iterator[cst.Call]:

@@ -129,7 +129,7 @@ def _overridden(remote: RemoteDef | None, keyword: str) -> bool:
 class InfeasibleResourceRequest(Rule):
     code = "RAY050"
     name = "infeasible-resource-request"
-    message = "A literal resource request exceeds what the local cluster started by `ray.init(...)` has: the work waits forever"
+    message = "A literal resource request exceeds what the local cluster started by `ray.init(...)` has"
     severity = Severity.ERROR
     category = "resource"
     tokens = ("init(",)
@@ -272,8 +272,7 @@ There is no automatic fix: whether the request or the cluster is wrong is not in
                     reported.add(id(value))
                     ctx.report(
                         value,
-                        f"{named} can never be scheduled: {problem}; {self._where(ctx, cluster)} starts a single node, "
-                        "so the work waits forever",
+                        f"{named} can never be scheduled: {problem}",
                     )
         for site, bundles in placement_group_bundles(model):
             self._check_group(ctx, cluster, site, bundles)
@@ -285,14 +284,10 @@ There is no automatic fix: whether the request or the cluster is wrong is not in
         if not known or capacity is None or requested <= capacity:
             return None
         if resource in ("CPU", "GPU"):
-            return f"the node has {_number(capacity)} {resource}{'s' if capacity != 1 else ''}"
+            return f"the local node has {_number(capacity)} {resource}{'s' if capacity != 1 else ''}"
         if capacity == 0:
-            return f"no node has the custom resource {resource!r} (`ray.init` does not declare it)"
-        return f"the node has {_number(capacity)} of {resource!r}"
-
-    def _where(self, ctx: Context, cluster: LocalCluster) -> str:
-        given = ", ".join(f"{name}={value_text(value)}" for name, value in cluster.named.items())
-        return f"`ray.init({given})` ({ctx.line_of(cluster.init)})"
+            return f"no node has {resource!r}"
+        return f"the local node has {_number(capacity)} of {resource!r}"
 
     def _check_group(self, ctx: Context, cluster: LocalCluster, site: CallSite, bundles: cst.BaseExpression) -> None:
         dicts = bundle_dicts(bundles)
@@ -304,8 +299,7 @@ There is no automatic fix: whether the request or the cluster is wrong is not in
                 if problem is not None:
                     ctx.report(
                         element,
-                        f"This placement-group bundle can never be placed: {problem}; {self._where(ctx, cluster)} starts a single "
-                        "node, so the group is never ready",
+                        f"This placement-group bundle can never be placed: {problem}",
                     )
                     return
         if not isinstance(bundles, cst.List) or len(dicts) != len(bundles.elements) or len(dicts) < 2:
@@ -316,8 +310,7 @@ There is no automatic fix: whether the request or the cluster is wrong is not in
         if strategy is not None and literal_string(strategy) == STRATEGY_STRICT_SPREAD:
             ctx.report(
                 strategy,
-                f"A `STRICT_SPREAD` placement group of {len(dicts)} bundles needs {len(dicts)} nodes; "
-                f"{self._where(ctx, cluster)} starts a single node, so the group is never ready",
+                f"A `STRICT_SPREAD` placement group of {len(dicts)} bundles needs {len(dicts)} nodes, but `ray.init` starts one",
             )
             return
         totals: dict[str, float] = {}
@@ -331,8 +324,7 @@ There is no automatic fix: whether the request or the cluster is wrong is not in
             if problem is not None:
                 ctx.report(
                     bundles,
-                    f"These placement-group bundles need {_number(total)} {resource!r} together, but {problem}; "
-                    f"{self._where(ctx, cluster)} starts a single node, so the group is never ready",
+                    f"These placement-group bundles need {_number(total)} {resource!r} in all, but {problem}",
                 )
                 return
 

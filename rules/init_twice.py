@@ -22,7 +22,6 @@ from ray_lint.python_model import (
 from ray_lint.ray_api import tolerates_reinit
 from ray_lint.rule import INIT_CALLED, Context, Invalid, Rule, Valid
 
-RAY_ERROR = "RuntimeError: Maybe you called ray.init twice by accident?"
 # Calls that end a connection (`ray.shutdown()`, `context.disconnect()`, `cluster.shutdown()`) or ask whether one exists.
 RESET_TAILS = ("shutdown", "disconnect")
 EXIT_FUNCTIONS = ("sys.exit", "os._exit", "exit", "quit")
@@ -267,16 +266,12 @@ for the author.
                 if first is not None:
                     ctx.report(
                         second.node,
-                        f"`ray.init` runs again after the `ray.init` on {ctx.line_of(first.node)}, with no `ray.shutdown()` "
-                        f"between: Ray 2.60 raises `{RAY_ERROR}`; keep one call, or guard this one with "
-                        "`if not ray.is_initialized():`",
+                        f"`ray.init` runs again after the one on {ctx.line_of(first.node)}, with no `ray.shutdown()` between",
                     )
                 elif loop is not None and self._unconditional_in(second, loop, parents):
                     ctx.report(
                         second.node,
-                        f"`ray.init` runs on every iteration of the loop on {ctx.line_of(loop.node)}, which has no "
-                        f"`ray.shutdown()`: the second iteration raises `{RAY_ERROR}`; call `ray.init` once before the "
-                        "loop, or `ray.shutdown()` at the end of each iteration",
+                        f"`ray.init` runs in every iteration of the loop on {ctx.line_of(loop.node)}, with no `ray.shutdown()`",
                     )
 
     def _root_scope(self, model: SemanticModel, site: CallSite) -> Scope:

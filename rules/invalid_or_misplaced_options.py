@@ -32,21 +32,6 @@ from ray_lint.ray_api import (
 from ray_lint.rule import Context, FixPlan, Invalid, Rule, Valid
 
 # What to do instead of an option that belongs to the other kind.
-MISPLACED_HINTS: dict[tuple[RemoteKind, str], str] = {
-    ("actor", "max_retries"): "an actor uses `max_restarts` (the actor process) and `max_task_retries` (its method calls)",
-    ("actor", "num_returns"): "set it per method with `@ray.method(num_returns=...)`",
-    ("actor", "retry_exceptions"): "set it per method with `@ray.method(retry_exceptions=...)`, with `max_task_retries`",
-    ("actor", "max_calls"): "an actor is one long-lived worker; there is no per-call worker limit",
-    ("task", "max_task_retries"): "a task's retries are `max_retries`",
-    ("task", "max_restarts"): "a task's retries are `max_retries`",
-    ("task", "max_concurrency"): "a task runs one call; limit parallelism with resources, or make this an actor",
-}
-MISPLACED_METHOD_HINTS = {
-    "max_retries": "an actor method's retries are `max_task_retries`",
-    "num_cpus": "resources are reserved by the actor, in `@ray.remote(...)` on the class",
-    "num_gpus": "resources are reserved by the actor, in `@ray.remote(...)` on the class",
-}
-
 Where = Literal["remote", "options", "method", "method-options"]
 WHEN: dict[Where, str] = {
     "remote": "when `ray.remote` is applied",
@@ -175,7 +160,7 @@ def _truthy(expr: cst.BaseExpression | None) -> bool:
 class InvalidOrMisplacedOptions(Rule):
     code = "RAY094"
     name = "invalid-or-misplaced-options"
-    message = "An option Ray refuses for this remote function, actor or actor method: unknown, for the other kind, or an invalid literal value"
+    message = "An option Ray refuses for this remote function, actor or actor method: unknown, misplaced or invalid"
     severity = Severity.ERROR
     category = "api-misuse"
     fixable = True
@@ -265,13 +250,25 @@ class Trainer:
 def preprocess(batch):
     ...
 ```
+A misplaced option usually has a counterpart of the other kind: a task's retries are
+`max_retries`, an actor's are `max_restarts` (the actor process) and `max_task_retries` (its
+method calls); an actor sets `num_returns` and `retry_exceptions` per method with
+`@ray.method(...)`; an actor is one long-lived worker, so it has no `max_calls`; a task runs one
+call, so limit its parallelism with resources (or make it an actor) rather than
+`max_concurrency`. An actor method call takes no resources: the actor reserves them, in
+`@ray.remote(...)` on the class. `max_calls` and `concurrency_groups` are set in
+`@ray.remote(...)`, not `.options(...)`, and an actor method's `_num_objects_per_yield` in
+`@ray.method(...)`. Pass `None` rather than `""` for no actor `name` or `namespace`, and give
+`scheduling_strategy` `"DEFAULT"`, `"SPREAD"` or a strategy object.
 
 ## Fix safety
 Three fixes are offered. `ray.remote()` becomes `ray.remote`, and `ray.remote(f, num_cpus=1)`
 becomes `ray.remote(num_cpus=1)(f)`: both are safe, since the call could not run before and the
-options are the same. An unknown option whose name is close to a valid one is renamed to it
-(`num_cpu=2` to `num_cpus=2`); that fix is unsafe, because the suggestion is a guess at what was
-meant and changes how the task or actor is scheduled.
+options are the same. An option that Ray itself renamed (`max_reconstructions` to `max_restarts`,
+`num_return_vals` to `num_returns`) is renamed safely: the new name means what the old one did, and
+the code could not run as written. An unknown option whose name is only close to a valid one is
+renamed to it too (`num_cpu=2` to `num_cpus=2`); that fix is unsafe, because the suggestion is a
+guess at what was meant and changes how the task or actor is scheduled.
 
 ## References
 - [ray.remote](https://docs.ray.io/en/latest/ray-core/api/doc/ray.remote.html)
@@ -421,13 +418,12 @@ meant and changes how the task or actor is scheduled.
         keywords = list(_keywords(call))
         if not call.args:
             fix = FixPlan("Remove the empty parentheses", ((call, ctx.code_for(call.func)),), Applicability.SAFE)
-            ctx.report(call, "`ray.remote()` with empty parentheses raises AssertionError: use `@ray.remote` without parentheses, or pass options", fix)
+            ctx.report(call, "`ray.remote()` with empty parentheses raises `AssertionError`", fix)
             return
         if positional and (keywords or len(positional) > 1 or literal_value(positional[0].value) is not None):
             ctx.report(
                 call,
-                "`ray.remote` takes either the function or class alone (`ray.remote(f)`) or only keyword options "
-                "(`ray.remote(num_cpus=1)(f)`); anything else raises AssertionError",
+                "`ray.remote` takes the function or class alone, or only keyword options",
                 self._split_fix(ctx, call, positional, keywords),
             )
             return
@@ -458,15 +454,15 @@ meant and changes how the task or actor is scheduled.
                     self._check_method_options(ctx, call, actor, receiver.attr.value)
             return
         if any(arg.keyword is None and not arg.star for arg in call.args):
-            ctx.report(call, "`.options(...)` takes keyword options only; a positional argument raises TypeError")
+            ctx.report(call, "`.options(...)` takes keyword options only; a positional argument raises `TypeError`")
             return
         kind = _kind_of(remote)
         for arg in _keywords(call):
             name = _arg_keyword(arg)
             if kind == "task" and name == "max_calls":
-                ctx.report(arg, "`max_calls` cannot be set in `.options(...)`: Ray raises `ValueError: Setting 'max_calls' is not supported in '.options()'`; set it in `@ray.remote(...)`")
+                ctx.report(arg, "`max_calls` cannot be set in `.options(...)`, only in `@ray.remote(...)`")
             elif kind == "actor" and name == "concurrency_groups":
-                ctx.report(arg, "`concurrency_groups` cannot be set in `.options(...)`: Ray raises `ValueError: Setting 'concurrency_groups' is not supported in '.options()'`; declare them in `@ray.remote(...)`")
+                ctx.report(arg, "`concurrency_groups` cannot be set in `.options(...)`, only in `@ray.remote(...)`")
             elif kind == "task" and name == "_num_objects_per_yield":
                 self._check_yield_override(ctx, arg, remote)
             else:
@@ -484,7 +480,7 @@ meant and changes how the task or actor is scheduled.
         if given is None or not given.known or default is None or not default.known:
             return
         if given.value != (default.value or 1):
-            ctx.report(arg, "`_num_objects_per_yield` cannot be overridden per call: Ray raises ValueError at the `.options(...)` call; set it in `@ray.remote(...)`")
+            ctx.report(arg, "`_num_objects_per_yield` cannot be overridden in `.options(...)`, only in `@ray.remote(...)`")
 
     def _check_get_if_exists(self, ctx: Context, call: cst.Call, remote: RemoteDef | None) -> None:
         arg = keyword_arg(call, "get_if_exists")
@@ -495,7 +491,7 @@ meant and changes how the task or actor is scheduled.
             names.append(keyword_arg(remote.options.node, "name") if remote.options.node is not None else None)
         if any(name is not None and not _is_none(name.value) for name in names):
             return
-        ctx.report(arg, "`get_if_exists=True` needs a `name`: Ray raises `ValueError: The actor name must be specified to use 'get_if_exists'`")
+        ctx.report(arg, "`get_if_exists=True` without a `name` raises `ValueError`")
 
     # ------------------------------------------------------------------ one keyword option
 
@@ -513,13 +509,13 @@ meant and changes how the task or actor is scheduled.
         if value is not None:
             problems = [spec_problem(name, spec, value) for spec in specs]
             if all(problems):
-                error = (problems[0] or "").replace("`", "'")
-                ctx.report(arg.value, f"`{name}={value_text(arg.value)}`: Ray 2.60 raises `{error}` {WHEN[where]}")
+                error = (problems[0] or "").split(":", 1)[0]
+                ctx.report(arg.value, f"`{name}={ctx.snippet(arg.value, 20)}` makes Ray raise `{error}` {WHEN[where]}")
                 return
             if name == "retry_exceptions" and "task" in kinds:
                 problem = _retry_exception_problem(ctx.model, arg.value, site)
                 if problem:
-                    ctx.report(arg.value, f"`retry_exceptions={value_text(arg.value)}`: {problem}; Ray raises `ValueError: retry_exceptions must be either a boolean or a list of exceptions` {WHEN[where]}")
+                    ctx.report(arg.value, f"In `retry_exceptions`, {problem}, so Ray raises `ValueError`")
                 return
             self._check_submission(ctx, arg, kind, value)
 
@@ -529,11 +525,11 @@ meant and changes how the task or actor is scheduled.
         if not value.known:
             return
         if name == "scheduling_strategy" and isinstance(value.value, str) and value.value not in STRATEGY_NAMES:
-            ctx.report(arg.value, f"`scheduling_strategy={value.value!r}` is not a strategy: Ray raises `ValueError: Invalid scheduling_strategy value` when the task or actor is submitted (use \"DEFAULT\", \"SPREAD\" or a strategy object)")
+            ctx.report(arg.value, f"`scheduling_strategy={ctx.snippet(arg.value, 24)}` is not a strategy, so submitting raises `ValueError`")
         elif kind == "actor" and name in ("name", "namespace") and value.value == "":
-            ctx.report(arg.value, f"an empty actor `{name}`: Ray raises ValueError when the actor is created (pass None for no {name})")
+            ctx.report(arg.value, f"An empty actor `{name}` raises `ValueError` when the actor is created")
         elif kind == "actor" and name == "object_store_memory" and value.value is not None:
-            ctx.report(arg, "`object_store_memory` on an actor is deprecated (DeprecationWarning) and reserves no object store memory; remove it and rely on object spilling")
+            ctx.report(arg, "`object_store_memory` on an actor is deprecated and reserves no object store memory")
 
     def _report_unknown(self, ctx: Context, call: cst.Call, arg: cst.Arg, kind: RemoteKind | None, where: Where) -> None:
         name = _arg_keyword(arg)
@@ -543,39 +539,35 @@ meant and changes how the task or actor is scheduled.
         hint = ""
         if guess is not None:
             valid_here = kind is None or guess in REMOTE_OPTIONS[kind]
-            hint = f"; did you mean `{guess}`?" if valid_here else f"; did you mean `{guess}` (an option of {'actors' if kind == 'task' else 'remote functions'} only)?"
+            hint = f"; did you mean `{guess}`?" if valid_here else f" (`{guess}` is for {'actors' if kind == 'task' else 'remote functions'})"
             if valid_here and kind is not None and not _has_keyword(call, guess):
-                fix = FixPlan(f"Rename `{name}` to `{guess}`", ((arg.keyword, guess),), Applicability.UNSAFE)
-        ctx.report(arg, f"`{name}` is not a Ray option: Ray 2.60 raises `ValueError: Invalid option keyword {name} for {target}` {WHEN[where]}{hint}", fix)
+                # Ray's own rename of an option keeps its meaning; a close name is a guess at it.
+                sure = RENAMED_OPTIONS.get(name) == guess
+                fix = FixPlan(f"Rename `{name}` to `{guess}`", ((arg.keyword, guess),), Applicability.SAFE if sure else Applicability.UNSAFE)
+        ctx.report(arg, f"`{name}` is not a Ray option for {target}{hint}", fix)
 
     def _report_misplaced(self, ctx: Context, arg: cst.Arg, kind: RemoteKind, where: Where) -> None:
         name = _arg_keyword(arg)
-        target = "remote functions" if kind == "task" else "actors"
         other = "actors" if kind == "task" else "remote functions (tasks)"
-        hint = MISPLACED_HINTS.get((kind, name), "")
-        ctx.report(
-            arg,
-            f"`{name}` is an option of {other} only: Ray 2.60 raises `ValueError: Invalid option keyword {name} for {target}` {WHEN[where]}"
-            + (f"; {hint}" if hint else ""),
-        )
+        ctx.report(arg, f"`{name}` is an option of {other} only, so Ray raises `ValueError`")
 
     # ------------------------------------------------------------------ @ray.method(...) and handle.method.options(...)
 
     def _check_method(self, ctx: Context, call: cst.Call, method: FunctionInfo) -> None:
         if any(arg.keyword is None for arg in call.args):
             if not any(arg.star for arg in call.args):
-                ctx.report(call, "`@ray.method` takes keyword options only: a positional argument raises AssertionError when it is applied")
+                ctx.report(call, "`@ray.method` takes keyword options only; a positional argument raises `AssertionError`")
             return
         for arg in _keywords(call):
             name = _arg_keyword(arg)
             spec = METHOD_OPTIONS.get(name)
             if spec is None:
                 guess = suggestion(name, sorted(METHOD_OPTIONS))
-                hint = f"; did you mean `{guess}`?" if guess else (f"; {MISPLACED_METHOD_HINTS[name]}" if name in MISPLACED_METHOD_HINTS else "")
+                hint = f"; did you mean `{guess}`?" if guess else ""
                 fix = None
                 if guess is not None and not _has_keyword(call, guess):
                     fix = FixPlan(f"Rename `{name}` to `{guess}`", ((arg.keyword, guess),), Applicability.UNSAFE)
-                ctx.report(arg, f"`{name}` is not an option of `@ray.method`: Ray raises `AssertionError: Unexpected keyword argument to @ray.method` when it is applied{hint}", fix)
+                ctx.report(arg, f"`{name}` is not an option of `@ray.method`{hint}", fix)
                 continue
             value = literal_value(arg.value)
             if value is None or not value.known:
@@ -584,33 +576,34 @@ meant and changes how the task or actor is scheduled.
             at_call = _method_call_problem(name, value.value)
             if at_decoration or at_call:
                 when = WHEN["method"] if at_decoration else WHEN["method-options"]
-                ctx.report(arg.value, f"`{name}={value_text(arg.value)}` in `@ray.method`: Ray 2.60 raises `{at_decoration or at_call}` {when}")
+                error = (at_decoration or at_call or "").split(":", 1)[0]
+                ctx.report(arg.value, f"`{name}={ctx.snippet(arg.value, 20)}` in `@ray.method` makes Ray raise `{error}` {when}")
             elif name == "concurrency_group" and isinstance(value.value, str):
                 declared = _declared_groups(ctx.model, method)
                 if declared is not None and _undeclared(value.value, declared):
-                    ctx.report(arg.value, _undeclared_group(value.value, declared, "Ray raises AssertionError when the actor is created"))
+                    ctx.report(arg.value, _undeclared_group(value.value, declared, "creating the actor raises `AssertionError`"))
 
     def _check_method_options(self, ctx: Context, call: cst.Call, actor: RemoteDef, method_name: str) -> None:
         for arg in _keywords(call):
             name = _arg_keyword(arg)
             if name not in METHOD_CALL_OPTIONS:
                 guess = suggestion(name, sorted(METHOD_CALL_OPTIONS))
-                hint = f"; did you mean `{guess}`?" if guess else (f"; {MISPLACED_METHOD_HINTS[name]}" if name in MISPLACED_METHOD_HINTS else "")
-                ctx.report(arg, f"`{name}` is not an option of an actor method call: `.remote()` raises `TypeError: ActorMethod._remote() got an unexpected keyword argument '{name}'`{hint}")
+                hint = f"; did you mean `{guess}`?" if guess else ""
+                ctx.report(arg, f"`{name}` is not an option of an actor method call{hint}")
                 continue
             value = literal_value(arg.value)
             if name == "_num_objects_per_yield":
-                ctx.report(arg, "`_num_objects_per_yield` cannot be overridden per actor method call: Ray raises ValueError at `.options(...)`; use `@ray.method(_num_objects_per_yield=...)`")
+                ctx.report(arg, "`_num_objects_per_yield` cannot be overridden per actor method call, only in `@ray.method`")
                 continue
             if value is None or not value.known:
                 continue
             problem = spec_problem(name, METHOD_OPTIONS["num_returns"], value) if name == "num_returns" else None
             if problem:
-                ctx.report(arg.value, f"`num_returns={value_text(arg.value)}`: Ray 2.60 raises `{problem}` at the `.options(...)` call")
+                ctx.report(arg.value, f"`num_returns={ctx.snippet(arg.value, 20)}` makes Ray raise `{problem.split(':', 1)[0]}` at the `.options(...)` call")
             elif name == "concurrency_group" and isinstance(value.value, str):
                 declared = _declared_groups_of(actor)
                 if declared is not None and _undeclared(value.value, declared):
-                    consequence = f"calling `{method_name}` with it crashes the actor's worker (\"Failed to look up the executor of the given concurrency group\")"
+                    consequence = f"calling `{method_name}` with it crashes the actor's worker"
                     ctx.report(arg.value, _undeclared_group(value.value, declared, consequence))
 
 def _has_keyword(call: cst.Call, name: str) -> bool:
@@ -682,5 +675,4 @@ def _undeclared(group: str, declared: set[str]) -> bool:
 
 
 def _undeclared_group(name: str, declared: set[str], consequence: str) -> str:
-    groups = ", ".join(f"`{g}`" for g in sorted(declared)) or "none"
-    return f"concurrency group `{name}` is not declared in the actor's `concurrency_groups` (declared: {groups}): {consequence}"
+    return f"Concurrency group `{name}` is not declared, so {consequence}"

@@ -158,7 +158,6 @@ its defaults, and after the fix it runs with those arguments.
                 code = ctx.code_for(tested)
                 ctx.report(
                     tested,
-                    f"`{code}` is tested by {where} without being called: the function object is always true, so the "
-                    f"test never depends on Ray's state; call it: `{code}()`",
+                    f"`{code}` is tested by {where} but never called, so it is always true",
                     fix=FixPlan(f"Call `{code}()`", ((tested, f"{code}()"),), Applicability.UNSAFE),
                 )

@@ -29,7 +29,7 @@ READING_FUNCTIONS = frozenset({"len", "print", "str", "repr", "id", "type", "isi
 class LargeArgByValueRepeated(Rule):
     code = "RAY030"
     name = "large-arg-by-value-repeated"
-    message = "A large object is passed by value to `.remote()` on every loop iteration, so Ray copies it into the object store each time"
+    message = "A large object is passed by value to `.remote()` on every loop iteration"
     severity = Severity.WARNING
     category = "perf"
     fixable = True
@@ -237,11 +237,8 @@ the file, inside a lambda or a class body, or when the loop does not start its o
                     continue
                 binding, size, hoist_before = found
                 name = arg.value.value
-                message = (
-                    f"`{name}` ({size.describe()}, {ctx.line_of(binding.node)}) is passed by value to "
-                    f"`{ctx.snippet(site.node.func)}()` on every loop iteration, so Ray copies it into the object store "
-                    f"each time; `ray.put` it once before the loop and pass the ref"
-                )
+                described = size.describe() if size.bytes is not None else "marked large"
+                message = f"`{name}` ({described}) is passed by value to `{ctx.snippet(site.node.func, limit=24)}()` each iteration"
                 ctx.report(arg.value, message, _hoist_fix(ctx, site, binding, hoist_before))
 
 

@@ -35,7 +35,7 @@ class _Returned:
 class LargeMultiReturnWithoutGenerator(Rule):
     code = "RAY037"
     name = "large-multi-return-without-generator"
-    message = "A task with `num_returns` builds several large values and returns them together, so all of them are in the worker's heap at once"
+    message = "A task with `num_returns` builds several large values and returns them all at once"
     severity = Severity.WARNING
     category = "resource"
     tokens = ("num_returns",)
@@ -220,9 +220,7 @@ when an exception in the task is raised relative to the values already stored.
                     continue
                 ctx.report(
                     returned.node,
-                    f"`{function.node.name.value}` returns {_describe(returned, count)} at once, so they are all in the "
-                    "worker's heap until it returns; `yield` them one at a time instead (same `num_returns`, same caller), "
-                    "so Ray stores each and the worker can free it before making the next",
+                    f"`{function.node.name.value}` returns {_describe(returned, count)} at once",
                 )
 
 

@@ -11,9 +11,7 @@ from ray_lint.python_model import CallSite, literal_number, literal_string
 from ray_lint.rule import Context, FixPlan, Invalid, Rule, Valid
 
 KEYWORD = "local_mode"
-RAY_MESSAGE = (
-    "`local_mode` is no longer supported. For interactive debugging consider using the Ray distributed debugger."
-)
+
 
 class LocalMode(Rule):
     code = "RAY091"
@@ -70,7 +68,8 @@ The fix removes the `local_mode` argument, which makes the call valid. It is uns
 then starts a real local cluster, and tasks and actors run in separate worker processes instead of
 inline in the driver. Breakpoints and `print` in tasks no longer reach the driver's terminal
 directly, arguments and results are serialized, global state in the driver is not shared with
-tasks, and start-up takes seconds. Code that relied on any of this behaves differently.
+tasks, and start-up takes seconds. Code that relied on any of this behaves differently. It is not
+offered when the line it removes holds a comment, which would go with it.
 
 ## References
 - [`ray.init` (`local_mode`: "No longer supported")](https://docs.ray.io/en/latest/ray-core/api/doc/ray.init.html)
@@ -114,10 +113,15 @@ tasks, and start-up takes seconds. Code that relied on any of this behaves diffe
             fixed="import ray\n\ndef main():\n    ray.init(\n        num_cpus=4,\n    )\n",
         ),
         Invalid(
-            "import ray\nray.init(\n    num_cpus=1,  # one task at a time\n    local_mode=True,  # debug\n)\n",
+            "import ray\nray.init(\n    num_cpus=1,  # one task at a time\n    local_mode=True,\n)\n",
             4,
             fixed="import ray\nray.init(\n    num_cpus=1,  # one task at a time\n)\n",
             note="the comment of the line that stays is kept",
+        ),
+        Invalid(
+            "import ray\nray.init(\n    num_cpus=1,\n    local_mode=True,  # debug\n)\n",
+            4,
+            note="no fix: it would drop the comment on the line it removes",
         ),
         Invalid(
             "import ray\nray.init(\n    local_mode=True,\n    ignore_reinit_error=True,\n)\n",
@@ -184,9 +188,7 @@ tasks, and start-up takes seconds. Code that relied on any of this behaves diffe
     ) -> None:
         ctx.report(
             node,
-            f"`local_mode={ctx.snippet(value, 20)}`: Ray 2.60 raises RuntimeError at `ray.init` (\"{RAY_MESSAGE}\"); "
-            "remove it, and debug tasks with `breakpoint()` and the Ray Distributed Debugger, "
-            "or limit parallelism with `num_cpus=1`",
+            f"`local_mode={ctx.snippet(value, 20)}` makes `ray.init` raise `RuntimeError`: it is no longer supported",
             fix=FixPlan(
                 "Remove `local_mode` (tasks then run in worker processes, not inline in the driver)",
                 tuple(edits),

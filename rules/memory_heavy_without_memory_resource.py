@@ -201,10 +201,8 @@ There is no automatic fix: the right amount depends on the data.
             loop_call = next((site.node for site, _, task in model.looped_submissions("task") if task is remote), None)
             if loop_call is None:
                 continue
-            loaded, load_call = loads[id(remote)]
+            loaded = loads[id(remote)][0]
             ctx.report(
                 remote.declared_at,
-                f"`{remote.name}` loads {loaded} whole ({ctx.line_of(load_call)}) and is submitted in a loop ({ctx.line_of(loop_call)}), "
-                "with only one CPU per task to limit how many run at once on a node: together they may run it out of memory; "
-                "request `memory=` (about 1.25x one task's peak)",
+                f"Task `{remote.name}`, submitted in a loop, loads {loaded} without `memory=`",
             )

@@ -234,9 +234,7 @@ snapshot (copy before changing) is the author's call.
             name, ref = put.value.name, put.ref.name
             ctx.report(
                 change.node,
-                f"`{name}` is changed after `{ref} = ray.put({name})` ({ctx.line_of(put.site.node)}), but the object store "
-                f"keeps the value it had then: the `.remote(...)` call on {ctx.line_of(use.node)} gets `{ref}` and sees the "
-                f"old `{name}`; call `ray.put` after the change (or put it again and pass the new ref)",
+                f"`{name}` is changed after `ray.put` on {ctx.line_of(put.site.node)}, so `{ref}` still holds the old value",
             )
 
 

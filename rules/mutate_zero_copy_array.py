@@ -293,9 +293,7 @@ statement.
             name = source.binding.name
             ctx.report(
                 write.node,
-                f"`{name}` is a numpy array {source.origin}, which Ray hands over as a read-only zero-copy view of the "
-                f"object store: this write raises `ValueError: assignment destination is read-only`; write to a copy "
-                f"(`{name} = {name}.copy()`) or build a new array",
+                f"`{name}`, a numpy array {source.origin}, is a read-only view, so this write raises",
                 fix=source.fix(),
             )
 
@@ -316,7 +314,7 @@ statement.
                     found.append(
                         _Source(
                             binding,
-                            f"received as an argument of {kind} `{info.node.name.value}`",
+                            f"passed to {kind} `{info.node.name.value}`",
                             partial(_parameter_is_array, model, remote, info, param, at),
                             partial(_copy_first, ctx, info, param),
                         )

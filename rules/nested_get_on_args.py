@@ -53,7 +53,7 @@ def _argument_for(call: cst.Call, param: cst.Param, position: int | None) -> cst
 class NestedGetOnArgs(Rule):
     code = "RAY005"
     name = "nested-get-on-args"
-    message = "A task calls `ray.get` on ObjectRefs passed to it in a list; pass them as top-level arguments instead"
+    message = "A task calls `ray.get` on ObjectRefs passed to it in a list, not as top-level arguments"
     severity = Severity.WARNING
     category = "perf"
     fixable = True
@@ -240,12 +240,10 @@ decorator; and the `ray.get` is not a statement of its own.
                 continue
             name, fetched = info.node.name.value, param.name.value
             nested = [call for call, arg in calls if arg is not None and _holds_ref_list(model, call, arg)]
-            where = f"the call on {ctx.line_of(nested[0])} passes them in a list" if nested else "its caller passes them nested"
+            where = f"passed in a list on {ctx.line_of(nested[0])}" if nested else "its caller passes nested"
             ctx.report(
                 get.node,
-                f"`{name}` calls `ray.get({fetched})` on its own argument: {where}, so the task starts at once and "
-                f"blocks a worker while it fetches them; pass the refs as top-level arguments (`*{fetched}` in the signature, "
-                f"`{name}.remote(..., *refs)`) and Ray resolves them before the task starts",
+                f"`{name}` calls `ray.get({fetched})` on refs {where}",
                 self._fix(ctx, get, remote, info, param, calls),
             )
 

@@ -29,7 +29,7 @@ TRIVIAL_METHODS = frozenset(
 class NoPipelining(Rule):
     code = "RAY009"
     name = "no-pipelining"
-    message = "The loop waits for its next work item before processing the current one, so fetching never overlaps work"
+    message = "The loop fetches each work item only when it needs it, so fetching never overlaps work"
     severity = Severity.INFO
     category = "perf"
     preview = True
@@ -92,6 +92,8 @@ class Worker:
             next_ref = self.work_queue.get_work_item.remote()  # fetched while we process
             self.process(item)
 ```
+Request the next item before processing the current one: keep its ref, and `ray.get` it at the
+top of the next iteration.
 
 ## Fix safety
 There is no automatic fix: requesting the next item earlier takes it off the queue before
@@ -200,9 +202,7 @@ fails.
                 continue
             ctx.report(
                 get.node,
-                f"the loop waits for `{item}` from `{ctx.snippet(submission.call)}` and only then processes it "
-                f"(`{ctx.snippet(work.node)}`), so each fetch's round trip is idle time; request the next item "
-                "before processing this one (keep its ref and `ray.get` it at the top of the next iteration)",
+                f"The loop waits for `{item}` from `{ctx.snippet(submission.call, limit=36)}` before it can process it",
             )
 
     def _pulls_work(self, model: SemanticModel, loop: Loop, get: CallSite, facts: LoopResults) -> bool:

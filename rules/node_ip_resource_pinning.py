@@ -185,8 +185,6 @@ design decision.
         return False
 
     def _message(self, entry: cst.DictElement, what: str) -> str:
-        return (
-            f"`{value_text(entry.key)}` pins {what} to one node's IP: if that node dies, Ray cannot run it anywhere else "
-            "and it waits for the node; use `NodeAffinitySchedulingStrategy(node_id, soft=True)` (or `soft=False` to make "
-            "the pinning explicit)"
-        )
+        key = value_text(entry.key)
+        key = key if len(key) <= 30 else key[:27] + "..."
+        return f"`{key}` pins {what} to one node's IP, with no fallback if it dies"

@@ -37,7 +37,7 @@ ID_METHODS = ("hex", "binary")
 class OutOfBandRefSerialization(Rule):
     code = "RAY035"
     name = "out-of-band-ref-serialization"
-    message = "An ObjectRef is serialized outside Ray (pickle, its hex or bytes), so Ray loses track of it or pins it forever"
+    message = "An ObjectRef is serialized outside Ray, so Ray loses track of it or pins it forever"
     severity = Severity.ERROR
     category = "correctness"
     tokens = ("pickle", "dill", "ObjectRef(", ".hex()", ".binary()")  # the import of a pickler names it
@@ -165,16 +165,10 @@ There is no automatic fix: replacing an external channel with a Ray call changes
             value = args[0].value
         if value is None or not _holds_ref(ctx.model, value, site.scope, site.index):
             return
-        outcome = (
-            "Ray pins the object for the lifetime of this worker (a leak that fills the object store)"
-            if pins
-            else "only its ID is kept, Ray does not count this copy, so the object can be freed while the bytes still "
-            "name it, and the ref rebuilt from them has no owner (`ray.get` hangs or fails)"
-        )
+        outcome = ", pinning its object (a leak)" if pins else ", so its object can be freed early"
         ctx.report(
             site.node,
-            f"`{ctx.snippet(site.node.func, 40)}` serializes an ObjectRef outside Ray: {outcome}; pass the ref itself to "
-            "tasks and actors (Ray tracks refs inside arguments and return values)",
+            f"`{ctx.snippet(site.node.func, 24)}` serializes an ObjectRef outside Ray{outcome}",
         )
 
     def _check_id(self, ctx: Context, site: CallSite, method: str) -> None:
@@ -191,9 +185,7 @@ There is no automatic fix: replacing an external channel with a Ray call changes
             return
         ctx.report(
             site.node,
-            f"the ref's `.{method}()` goes to `{ctx.snippet(sink.func, 40)}(...)`: an ID stored outside Ray does not keep the "
-            "object alive, and a ref rebuilt from it has no owner, so the object may be gone when it is read back; "
-            "pass the ref itself through Ray (a task or actor argument)",
+            f"The ref's `.{method}()` goes to `{ctx.snippet(sink.func, 28)}(...)`, which does not keep its object alive",
         )
 
     def _check_rebuild(self, ctx: Context, site: CallSite) -> None:
@@ -203,9 +195,7 @@ There is no automatic fix: replacing an external channel with a Ray call changes
             return
         ctx.report(
             site.node,
-            "`ray.ObjectRef(...)` rebuilds a ref from its ID: Ray did not count the copy the ID stood for, so unless the "
-            "original ref reached this process through Ray the object may already be freed and the rebuilt ref has no owner "
-            "(`ray.get` hangs or fails); pass the ObjectRef itself through Ray, and use it instead of its hex or bytes",
+            "`ray.ObjectRef(...)` rebuilds a ref from its ID, with no owner to keep the object alive",
         )
 
 

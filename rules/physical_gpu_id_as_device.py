@@ -43,7 +43,7 @@ class _Finding:
 class PhysicalGpuIdAsDevice(Rule):
     code = "RAY082"
     name = "physical-gpu-id-as-device"
-    message = "A physical GPU id from `ray.get_gpu_ids()` is used as a CUDA device index; the task's GPU is `cuda:0`"
+    message = "A physical GPU id from `ray.get_gpu_ids()` is used as a CUDA device index, not `cuda:0`"
     severity = Severity.WARNING
     category = "correctness"
     fixable = True
@@ -102,7 +102,8 @@ actor method of this module that requests GPUs, with a literal position into the
 not in a module that imports `ray.train` (whose workers may see every GPU of the node). It is
 unsafe: when `RAY_EXPERIMENTAL_NOSET_CUDA_VISIBLE_DEVICES` is set, Ray leaves
 `CUDA_VISIBLE_DEVICES` alone, the physical id was the right index, and the fix would put every
-task on GPU 0.
+task on GPU 0. It is not offered when the id was kept in a variable that nothing else reads: the
+variable would be left unused.
 
 ## References
 - [Accelerator support: using GPUs in tasks and actors](https://docs.ray.io/en/latest/ray-core/scheduling/accelerators.html)
@@ -170,15 +171,13 @@ task on GPU 0.
             "import ray\nimport torch\n\n@ray.remote(num_gpus=1)\ndef train(config):\n    gpu_ids = ray.get_gpu_ids()\n"
             "    torch.cuda.set_device(gpu_ids[0])\n    return Net().cuda()\n",
             7,
-            fixed="import ray\nimport torch\n\n@ray.remote(num_gpus=1)\ndef train(config):\n    gpu_ids = ray.get_gpu_ids()\n"
-            "    torch.cuda.set_device(0)\n    return Net().cuda()\n",
+            note="no fix: it would leave `gpu_ids` unused",
         ),
         Invalid(
             "import ray\n\n@ray.remote(num_gpus=1)\ndef infer(batch):\n    gpu = int(ray.get_gpu_ids()[0])\n    device = 'cuda:' + str(gpu)\n"
             "    return model.to(device)(batch)\n",
             6,
-            fixed="import ray\n\n@ray.remote(num_gpus=1)\ndef infer(batch):\n    gpu = int(ray.get_gpu_ids()[0])\n    device = 'cuda:0'\n"
-            "    return model.to(device)(batch)\n",
+            note="no fix: it would leave `gpu` unused",
         ),
         Invalid(
             "import ray\nimport torch\n\n@ray.remote(num_gpus=1)\ndef embed(texts):\n"
@@ -204,9 +203,7 @@ task on GPU 0.
             "    gpu_id = ray.get_runtime_context().get_accelerator_ids()['GPU'][0]\n"
             "    with cp.cuda.Device(int(gpu_id)):\n        return cp.asarray(x) + 1\n",
             7,
-            fixed="import ray\nimport cupy as cp\n\n@ray.remote(num_gpus=1)\ndef add(x):\n"
-            "    gpu_id = ray.get_runtime_context().get_accelerator_ids()['GPU'][0]\n"
-            "    with cp.cuda.Device(0):\n        return cp.asarray(x) + 1\n",
+            note="no fix: it would leave `gpu_id` unused",
         ),
         Invalid(
             "import ray\nimport torch\n\n@ray.remote(num_gpus=2)\ndef train(config):\n"
@@ -244,9 +241,7 @@ task on GPU 0.
             index = "CUDA device indices" if finding.gpu_id.whole_list else "a CUDA device index"
             ctx.report(
                 finding.node,
-                f"`{ctx.snippet(finding.node)}` uses {what} from `{finding.gpu_id.source}` as {index}, but Ray "
-                "sets `CUDA_VISIBLE_DEVICES` to the task's GPUs, so they are numbered from 0 inside it: use `\"cuda\"` / "
-                "`\"cuda:0\"` (or `ray.train.torch.get_device()` in a Ray Train worker)",
+                f"`{ctx.snippet(finding.node, 30)}` uses {what} as {index}",
                 fix,
             )
 

@@ -18,8 +18,6 @@ FIXTURES = ("pytest.fixture", "pytest_asyncio.fixture")
 # Per-test setup hooks and the teardown that pairs with each.
 SETUP_METHODS = {"setUp": "tearDown", "asyncSetUp": "asyncTearDown", "setup_method": "teardown_method", "setup": "teardown"}
 SETUP_FUNCTION = ("setup_function", "teardown_function")
-CLASS_ALTERNATIVE = "Start it once in `setUpClass` (or a `scope=\"class\"` / `\"module\"` fixture) and stop it in `tearDownClass`"
-COST = "each start takes seconds (3.7-5.0 s measured on 2 vCPU with Ray 2.60)"
 # Names that show a test depends on per-process state that a shared cluster would leak between tests.
 ISOLATION_NAMES = frozenset({"environ", "setenv", "putenv", "delenv", "unsetenv"})
 
@@ -183,6 +181,8 @@ def ray_cluster():
     yield
     ray.shutdown()
 ```
+Module-level `setup_module` / `teardown_module` work the same way for plain test functions;
+give a function-scoped fixture `scope="module"` (or `"session"`) so its tests share one cluster.
 
 ## Fix safety
 There is no automatic fix: sharing a cluster is only right when the tests do not depend on a
@@ -330,9 +330,7 @@ fresh one (killed actors, named actors, per-test `_system_config`, environment v
             for site, _ in same[1:]:
                 ctx.report(
                     site.node,
-                    f"`{ctx.snippet(site.node, 40)}` starts the same Ray cluster in {len(names)} tests "
-                    f"({', '.join(f'`{n}`' for n in names[:4])}{', ...' if len(names) > 4 else ''}); {COST}. Share one "
-                    "cluster: a module- or session-scoped fixture, or `setUpClass`",
+                    f"`{ctx.snippet(site.node, 40)}` starts the same Ray cluster in {len(names)} tests of this file",
                 )
 
     def _setup_message(
@@ -344,17 +342,15 @@ fresh one (killed actors, named actors, per-test `_system_config`, environment v
             count = len(tests.by_class.get(id(info.owner), []))
             teardown = model.method(info.owner, SETUP_METHODS[name])
             where = f"`{info.owner.node.name.value}`"
-            alternative = CLASS_ALTERNATIVE
         elif info.owner is None and info.parent_scope is model.module_scope and name == SETUP_FUNCTION[0]:
             count = len(tests.module_level)
             teardown = next((f for f in model.functions if f.owner is None and f.node.name.value == SETUP_FUNCTION[1]), None)
             where = "this module"
-            alternative = "Start it once in `setup_module` (or a `scope=\"module\"` fixture) and stop it in `teardown_module`"
         else:
             return None
         if count < 2 or not (fresh or (teardown is not None and id(teardown.node) in shutdowns)):
             return None
-        return f"`ray.init` in `{name}` starts a Ray cluster for each of the {count} tests of {where}; {COST}. {alternative}"
+        return f"`ray.init` in `{name}` starts a Ray cluster for each of the {count} tests of {where}"
 
     def _fixture_message(self, model: SemanticModel, info: FunctionInfo, tests: _Tests, fresh: bool) -> str | None:
         """The message for `ray.init` in a function-scoped pytest fixture that two or more tests of the file use."""
@@ -376,10 +372,7 @@ fresh one (killed actors, named actors, per-test `_system_config`, environment v
             users = self._users(model, name, tests)
         if len(users) < 2:
             return None
-        return (
-            f"`ray.init` in the function-scoped fixture `{name}` starts a Ray cluster for each of the {len(users)} tests that "
-            f"use it; {COST}. Give the fixture `scope=\"module\"` (or `\"session\"`) so they share one"
-        )
+        return f"Function-scoped fixture `{name}` starts a Ray cluster for each of the {len(users)} tests that use it"
 
     def _fixture_options(self, model: SemanticModel, info: FunctionInfo) -> dict[str, cst.BaseExpression | None] | None:
         """The keywords of the `@pytest.fixture(...)` decorator (`"**"` when it unpacks some), or None when the

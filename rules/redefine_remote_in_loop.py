@@ -276,7 +276,7 @@ def _repeated_call(model: SemanticModel, info: FunctionInfo) -> CallSite | None:
 class RedefineRemoteInLoop(Rule):
     code = "RAY021"
     name = "redefine-remote-in-loop"
-    message = "`ray.remote` is applied to the same function or class again and again, in a loop or a function called in one"
+    message = "`ray.remote` is applied to the same function or class again and again, as in a loop"
     severity = Severity.WARNING
     category = "perf"
     fixable = True
@@ -482,15 +482,9 @@ arguments) or is in a function called in a loop.
         captured = self._captured(model, application, varying)
         if captured is None:
             return
-        advice = "define it once, before the loop"
-        if captured:
-            names = ", ".join(f"`{name}`" for name in sorted(captured))
-            advice += f", and pass what it takes from the loop ({names}) as arguments or through `.options(...)`"
         ctx.report(
             application.report,
-            f"{application.what} runs in every iteration of this loop: each run makes a new remote "
-            f"{application.kind} that Ray pickles "
-            f"and exports to the cluster again (and no longer warns about); {advice}",
+            f"{application.what} makes a new remote {application.kind} in every iteration of this loop",
             None if captured else self._hoist(ctx, application, loop),
         )
 
@@ -540,9 +534,7 @@ arguments) or is in a function called in a loop.
         name = info.node.name.value
         ctx.report(
             application.report,
-            f"{application.what} runs each time `{name}` is called, and `{name}` is called in a loop "
-            f"({ctx.line_of(caller.node)}): each call makes a new remote function that Ray pickles and exports to the "
-            "cluster again (and no longer warns about); apply `ray.remote` once, at module level",
+            f"{application.what} runs on every call of `{name}`, which is called in a loop ({ctx.line_of(caller.node)})",
         )
 
     def _hoist(self, ctx: Context, application: _Application, loop: Loop) -> FixPlan | None:

@@ -22,8 +22,6 @@ from ray_lint.ray_api import (
 )
 from ray_lint.rule import Context, FixPlan, Invalid, Rule, Valid
 
-MEMORY_ERROR = "ValueError: The resources dictionary must not contain the key 'memory' or 'object_store_memory'"
-
 
 def declared_resources(model: SemanticModel) -> set[str] | None:
     """Custom resources the module's `ray.init(resources={...})` calls declare; None when one of them
@@ -213,30 +211,18 @@ name bound elsewhere.
 
     def _message(self, keys: list[str], where: str) -> str:
         custom = [key for key in keys if key != "memory"]
-        parts = []
+        named = " and ".join(f'`"{key}"`' for key in custom)
+        if custom and "memory" in keys:
+            keywords = " / ".join(sorted({f"`{KEYWORD_OF[key]}=`" for key in keys}))
+            return f'`resources=` names {named} and `"memory"`, which belong in {keywords}'
         if custom:
-            named = " and ".join(f'`"{key}"`' for key in custom)
-            keywords = " / ".join(sorted({f"`{KEYWORD_OF[key]}=`" for key in custom}))
-            subject = "the actor or task" if where != "data" else "the dataset's tasks"
             kind = "a custom resource" if len(custom) == 1 else "custom resources"
-            parts.append(
-                f"`resources=` asks for {named}, {kind} no node has unless declared: {subject} "
-                f"would wait forever as infeasible; use {keywords}"
-            )
-        if "memory" in keys:
-            parts.append(
-                f'`resources=` names `"memory"`, which Ray refuses when the task or actor is submitted ({MEMORY_ERROR}); use `memory=`'
-            )
-        return "; ".join(parts)
+            return f"`resources=` asks for {named}, {kind} no node has unless declared"
+        return '`resources=` names `"memory"`, which Ray refuses when the task or actor is submitted'
 
     def _bundle_message(self, keys: list[str]) -> str:
         named = " and ".join(f'`"{key}"`' for key in keys)
-        proper = " / ".join(sorted({f'`"{BUNDLE_KEY_OF[key]}"`' for key in keys}))
-        kind = "a custom resource" if len(keys) == 1 else "custom resources"
-        return (
-            f"This placement-group bundle asks for {named}, {kind} no node has unless declared: the group is never ready; "
-            f"use {proper}"
-        )
+        return f"This placement-group bundle asks for {named}, which no node has unless declared"
 
     def _fix(
         self, ctx: Context, site: CallSite, arg: cst.Arg, dictionary: cst.Dict, typos: list[tuple[str, cst.DictElement]]

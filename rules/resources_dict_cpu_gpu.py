@@ -11,8 +11,6 @@ from ray_lint.python_model import literal_string
 from ray_lint.ray_api import RESERVED_RESOURCES, entries_moved_to_keywords, keyword_arg, resource_option_calls, resources_dict
 from ray_lint.rule import Context, FixPlan, Invalid, Rule, Valid
 
-TASK_ERROR = "Use the 'num_cpus' and 'num_gpus' keyword instead of 'CPU' and 'GPU' in 'resources' keyword"
-
 
 class ResourcesDictCpuGpu(Rule):
     code = "RAY046"
@@ -176,14 +174,10 @@ bound elsewhere.
 
     def _message(self, keys: list[str], where: str) -> str:
         named = " and ".join(f'`"{key}"`' for key in keys)
-        keywords = " / ".join(f"`{RESERVED_RESOURCES[key]}`" for key in keys)
         if where == "init":
-            return (
-                f"`ray.init(resources=...)` names {named}, which are not custom resources: Ray refuses them "
-                f"(AssertionError from RayParams when it starts a cluster); use {keywords}"
-            )
+            return f"`ray.init(resources=...)` names {named}, which Ray refuses as custom resources"
         when = "when the dataset executes" if where == "data" else "at once"
-        return f"`resources=` names {named}, which Ray 2.60 rejects {when} (ValueError: {TASK_ERROR}); use {keywords}"
+        return f"`resources=` names {named}, which Ray rejects {when}"
 
     def _fix(self, ctx: Context, call: cst.Call, arg: cst.Arg, dictionary: cst.Dict) -> FixPlan | None:
         moved = entries_moved_to_keywords(call, arg, dictionary, RESERVED_RESOURCES)

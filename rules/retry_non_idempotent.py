@@ -237,9 +237,7 @@ turning retries off changes fault tolerance.
                 kind = "actor method" if remote.kind == "actor" else "task"
                 ctx.report(
                     site.node,
-                    f"The {kind} `{name}` is retried ({retries}) and {what} here: a retry runs the whole body again, "
-                    "so a write that succeeded before the failure happens twice; make the write idempotent (an upsert, "
-                    "a deduplication key) or turn retries off with `max_retries=0`",
+                    f"The {kind} `{name}` is retried and {what}",
                 )
 
     def _retries(self, model: SemanticModel, remote: RemoteDef, function: FunctionInfo) -> str | None:
@@ -287,7 +285,7 @@ turning retries off changes fault tolerance.
             if sql is not None and _INSERT.search(sql) and not _UPSERT.search(sql):
                 return f"inserts rows with `{method}(\"INSERT ...\")`"
             if sql is not None and _INCREMENT.search(sql):
-                return f"increments a column with `{method}(\"UPDATE ... SET x = x + ...\")`"
+                return f"increments a column with `{method}(\"UPDATE ...\")`"
             return None
         if method in MESSAGE_METHODS:
             return MESSAGE_METHODS[method] + f" with `.{method}(...)`"

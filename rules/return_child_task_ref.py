@@ -219,9 +219,7 @@ its callers get back, and submitting from the caller moves code across processes
             for child in self._returned_children(model, info):
                 ctx.report(
                     child,
-                    f"task `{info.node.name.value}` returns the ref of a child task it submitted: its worker owns the "
-                    "child's result, so that process must outlive the ref, and if it dies the result is lost "
-                    "(`OwnerDiedError`, no reconstruction); return `ray.get(...)` of the child, or let the caller submit it",
+                    f"The task `{info.node.name.value}` returns the ref of a child task it submitted, not its result",
                 )
 
     def _returned_children(self, model: SemanticModel, info: FunctionInfo) -> list[cst.Call]:

@@ -16,11 +16,6 @@ from ray_lint.rule import REMOTE_MADE, Context, FixPlan, Invalid, Rule, Valid
 _NEEDS_PARENS = (cst.Lambda, cst.NamedExpr, cst.Yield)
 
 Shape = Literal["whole", "item", "list"]  # the ref is the returned value, an item of a returned tuple, or in a list
-_ADVICE: dict[str, str] = {
-    "whole": "return the value itself",
-    "item": "declare `num_returns=N` and return the values, so that the caller can fetch each one on its own",
-    "list": "return the values themselves (with `num_returns=N`, or `yield` them from a generator task)",
-}
 
 
 def _own_returns(function: cst.FunctionDef) -> Iterator[cst.Return]:
@@ -203,9 +198,9 @@ need `num_returns` or a generator), or when the function is annotated to return 
             note="a list filled with refs",
         ),
         Invalid(
-            "from ray import remote\nfrom ray import put\n\n@remote(num_cpus=2)\ndef f(x):\n    return put(x +\n               1)\n",
+            "from ray import remote\nfrom ray import put\n\n@remote(num_cpus=2)\ndef f(x):\n    return put(x +\n               1)\n\nseed = put(0)\n",
             6,
-            fixed="from ray import remote\nfrom ray import put\n\n@remote(num_cpus=2)\ndef f(x):\n    return (x +\n               1)\n",
+            fixed="from ray import remote\nfrom ray import put\n\n@remote(num_cpus=2)\ndef f(x):\n    return (x +\n               1)\n\nseed = put(0)\n",
             note="imported names; a multi-line argument keeps brackets",
         ),
         Invalid(
@@ -272,8 +267,7 @@ need `num_returns` or a generator), or when the function is annotated to return 
         name = info.node.name.value
         ctx.report(
             put,
-            f"{kind} `{name}` returns the ref of this `ray.put(...)` instead of the value: small values are no longer "
-            f"inlined, the caller needs a second `ray.get`, and the object is lost if this worker dies; {_ADVICE[shape]}",
+            f"The {kind} `{name}` returns the ref of this `ray.put(...)` instead of the value",
             fix=_fix(ctx, put) if fixable else None,
         )
 

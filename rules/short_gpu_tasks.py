@@ -12,7 +12,6 @@ from ray_lint.python_model import (
     CallSite,
     FunctionInfo,
     Loop,
-    block_statements,
     iter_subtree,
     literal_number,
     names_read,
@@ -292,12 +291,7 @@ changes the structure of the code.
         assert site.loop is not None
         iterations = enclosing_iterations(ctx.model, site.loop)
         each = f"each of the {iterations:,} tasks" if iterations is not None else "each task of this loop"
-        statements = len(block_statements(remote.target.body))
         ctx.report(
             site.node,
-            f"`{remote.name}` requests `num_gpus={gpus:g}` without `max_calls` ({ctx.line_of(remote.declared_at)}), so Ray starts "
-            f"a new worker process for every call (`max_calls=1` for GPU tasks): {each} pays process start-up, CUDA "
-            f"initialisation and model loading, most of the time of a body this short ({statements} "
-            f"statement{'s' if statements != 1 else ''}); use a GPU actor that keeps the model loaded, batch the inputs, "
-            "or set `max_calls=0` if the task does not leak GPU memory",
+            f"Short GPU task `{remote.name}` (`num_gpus={gpus:g}`) starts a new worker process for {each}",
         )

@@ -241,9 +241,7 @@ There is no automatic fix: how many actors to run depends on their memory and th
                 continue
             ctx.report(
                 site.node,
-                f"every call of `{submission.method}` in this loop goes to the one `{actor.name}` actor "
-                f"`{handle.value}`, which runs them one at a time, and `{submission.method}` keeps no state between calls: "
-                "spread them over several actors (`ray.util.ActorPool`) or make it a task",
+                f"`{handle.value}.{submission.method}` calls in this loop run one at a time on one `{actor.name}` actor",
                 facts=CallFacts(iterations),
             )
 

@@ -294,9 +294,7 @@ run.
                 return
             ctx.report(
                 node,
-                f"`{name}` of the synchronous actor `{actor}` loops forever (`while True` with no break or return): "
-                f"once it runs, the actor never runs another call, so `{others[0]}` and every later call hang; "
-                "make the actor async (or threaded with `max_concurrency`), or let the loop end",
+                f"`{name}` of sync actor `{actor}` loops forever, so `{others[0]}` and later calls never run",
             )
             return
         flags = _flags_of(node.test, this)
@@ -317,9 +315,7 @@ run.
         setter, attribute = setters[0]
         ctx.report(
             node,
-            f"`{name}` loops until `{this}.{attribute}` changes, but only `{setter}` changes it, and the synchronous "
-            f"actor `{actor}` cannot run `{setter}` while `{name}` runs: the loop never ends; "
-            "make the actor async (or threaded with `max_concurrency`)",
+            f"`{name}` waits on `{this}.{attribute}`, but sync actor `{actor}` cannot run `{setter}` meanwhile",
         )
 
 

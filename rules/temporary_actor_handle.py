@@ -230,13 +230,9 @@ depends on the program.
         if options is None or _lives_on(options) or _has_option(options, "get_if_exists"):
             return None
         name = _literal_option(options, "name")
-        named = f" named `{name}`" if name else (" named" if _has_option(options, "name") else "")
-        lookup = "; `ray.get_actor` will not find it" if named else ""
-        return (
-            f"The handle of this new `{actor.name}` actor{named} is dropped at once, so Ray cancels the actor (its "
-            f"`__init__` may never run){lookup}; keep the handle in a variable for as long as the actor is needed, "
-            "or create it with `lifetime=\"detached\"`"
-        )
+        shown = name if name is None or len(name) <= 20 else name[:17] + "..."
+        named = f" named `{shown}`" if name else (" named" if _has_option(options, "name") else "")
+        return f"The handle of this new `{actor.name}` actor{named} is dropped at once, so Ray cancels it"
 
     def _chain(self, ctx: Context, site: CallSite) -> str | None:
         """`Cls.remote(...).method.remote(...)`: the handle exists only inside the expression."""
@@ -264,19 +260,14 @@ depends on the program.
         reasons: list[str] = []
         background = _background_work(model, actor, method)
         if background is not None:
-            kind, starter = background
-            reasons.append(f"`{method}` starts {kind} ({ctx.line_of(starter)}) that dies with the actor when `{method}` returns")
+            reasons.append(f"{background[0]} started by `{method}` dies with it")
         if _has_option(options, "name"):
-            name = _literal_option(options, "name")
-            reasons.append(f"`ray.get_actor({name!r})` will not find it afterwards" if name else "`ray.get_actor` will not find it afterwards")
+            reasons.append("`ray.get_actor` cannot find it")
         if _is_bare(site):
-            reasons.append("the result is dropped, so an error in the call is never raised, and a driver that exits first kills the actor mid-call")
+            reasons.append("an error in the call is never raised")
         if not reasons:
             return None
-        return (
-            f"`{class_name}.remote().{method}.remote(...)` keeps no handle to the actor, so Ray destroys it as soon as this call "
-            "finishes: " + "; ".join(reasons) + f"; keep the handle (`actor = {class_name}.remote()`) for as long as the actor is needed"
-        )
+        return f"`{class_name}.remote().{method}.remote()` keeps no handle, so {reasons[0]}"
 
 
 def _is_bare(site: CallSite) -> bool:

@@ -183,7 +183,8 @@ def fit(X, y):
 def fit(X, y):
     return RandomForestClassifier(n_jobs=4).fit(X, y)
 ```
-Either request the CPUs the task uses, or use only the CPUs it requested.
+Either request the CPUs the task uses, or use only the CPUs it requested. For OpenCV, call
+`cv2.setNumThreads(1)` (or the task's `num_cpus`) in the task before its first `cv2` call.
 
 ## Fix safety
 There is no automatic fix: whether to request more CPUs or start fewer threads depends on the
@@ -254,9 +255,7 @@ cluster.
                 warned_cv2.add(id(remote))
                 ctx.report(
                     site.node,
-                    f"OpenCV in {_kind(remote)} `{remote.name}` starts a thread per core in every worker (it ignores "
-                    "`OMP_NUM_THREADS`, which Ray sets to the task's CPUs); call `cv2.setNumThreads(1)` (or the "
-                    "task's `num_cpus`) in the task first",
+                    f"OpenCV in {_kind(remote)} `{remote.name}` starts a thread per core, ignoring `OMP_NUM_THREADS`",
                     facts=PoolFacts(share, opencv=True),
                 )
 
@@ -292,12 +291,15 @@ cluster.
         return number
 
     def _message(self, ctx: Context, site: CallSite, remote: RemoteDef, count: float, share: float) -> str:
-        threads = "one thread or process per core of the node" if count == ALL_CORES else f"{count:g} threads or processes"
-        return (
-            f"`{ctx.snippet(site.node)}` starts {threads}, but {_kind(remote)} `{remote.name}` requests "
-            f"{share:g} CPU{'s' if share != 1 else ''}: workers on a node then oversubscribe its cores; request "
-            "`num_cpus` to match, or use fewer threads"
-        )
+        name = ctx.model.call_name(site) or ctx.snippet(site.node.func)
+        callee = name if len(name) <= 24 else name.rsplit(".", 1)[-1][:24]
+        if any(arg.keyword is not None and arg.keyword.value == "n_jobs" for arg in site.node.args):
+            unit = "jobs"
+        else:
+            unit = "processes" if name in PROCESS_POOLS else "threads"
+        threads = f"{unit} on all cores" if count == ALL_CORES else f"{count:g} {unit}"
+        cpus = f"{share:g} CPU{'s' if share != 1 else ''}"
+        return f"`{callee}` runs {threads} in {_kind(remote)} `{remote.name}`, which requests {cpus}"
 
 
 def _binds(statement: cst.SimpleStatementLine) -> set[str]:

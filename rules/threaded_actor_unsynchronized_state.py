@@ -44,7 +44,7 @@ class _Update:
 class ThreadedActorUnsynchronizedState(Rule):
     code = "RAY079"
     name = "threaded-actor-unsynchronized-state"
-    message = "A threaded actor's method updates `self` state (read, then write) without a lock; concurrent calls lose updates"
+    message = "A threaded actor's method updates `self` state (read, then write) without a lock"
     severity = Severity.WARNING
     category = "correctness"
     preview = True
@@ -268,11 +268,10 @@ depends on them) is the author's decision.
                     if update.state in reported:
                         continue
                     reported.add(update.state)
+                    state = update.state if len(update.state) <= 30 else update.state[:27] + "..."
                     ctx.report(
                         update.statement,
-                        f"`{ctx.snippet(update.statement)}` {update.how} without a lock, but `{cls.node.name.value}` is a threaded "
-                        f"actor (up to {threads} calls at once, each in its own thread): two calls can read the same value and "
-                        "one update is lost; guard the update with a `threading.Lock` (`with self._lock: ...`)",
+                        f"`{state}` is updated without a lock, but `{cls.node.name.value}` runs up to {threads} calls at once",
                     )
 
 

@@ -459,17 +459,14 @@ on the workload.
 
     def _report(self, ctx: Context, site: CallSite, info: FunctionInfo, iterations: int | None) -> None:
         name = info.node.name.value
-        statements = [s for s in block_statements(info.node.body) if not _is_docstring(s)]
-        body = f"`{ctx.snippet(statements[0], 40)}`" if len(statements) == 1 else f"{len(statements)} simple statements"
         if iterations is not None:
-            loop = f"a loop of {iterations:,} iterations"
+            loop = f"{iterations:,} times"
         elif isinstance(site.loop.node if site.loop else None, cst.While):
-            loop = "a `while True` loop"
+            loop = "in a `while True` loop"
         else:
-            loop = "a loop over an iterable of unknown size"
-        overhead = "" if iterations is None else f" (about {math.ceil(iterations * 0.7 / 1000 * 10) / 10:g} s of overhead here)"
+            loop = "in a loop of unknown size"
+        overhead = "" if iterations is None else f" (about {math.ceil(iterations * 0.7 / 1000 * 10) / 10:g} s of overhead)"
         ctx.report(
             site.node,
-            f"`{name}` does almost no work ({body}) but is submitted as its own task in {loop}: each task costs Ray "
-            f"about 0.5-1 ms{overhead}, far more than the work; give each task a batch of elements instead",
+            f"Tiny task `{name}` is submitted {loop}{overhead}",
         )

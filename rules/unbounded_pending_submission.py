@@ -188,9 +188,7 @@ cluster.
                 if collection is not None and _only_filled(model, collection, endless, site):
                     ctx.report(
                         site.node,
-                        f"this loop never ends and keeps every ref it submits in `{collection.name}` without ever waiting on "
-                        "one: pending tasks and their results pile up until the driver or the object store runs out of memory; "
-                        "bound the work in flight with `ray.wait` (or `max_pending_calls` on an actor)",
+                        f"This endless loop keeps every ref it submits in `{collection.name}` and never waits on one",
                     )
                     continue
             self._check_many_actor_calls(ctx, site, submission)
@@ -208,9 +206,8 @@ cluster.
         count = model.literal_iterations(loop)
         ctx.report(
             site.node,
-            f"{count} calls go to the one actor `{ctx.snippet(submission.handle)}` without waiting for any: past "
-            f"{EXCESS_QUEUEING_THRESHOLD} pending calls Ray warns \"More than {EXCESS_QUEUEING_THRESHOLD} tasks are pending "
-            "submission to actor\"; wait on batches with `ray.wait`, or set `max_pending_calls` on the actor",
+            f"{count} calls go to actor `{ctx.snippet(submission.handle, limit=24)}` without waiting, past Ray's "
+            f"{EXCESS_QUEUEING_THRESHOLD} pending-call warning",
         )
 
 

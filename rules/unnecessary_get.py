@@ -122,7 +122,7 @@ def _outermost_loop(index: _ScopeIndex, statement: cst.CSTNode, root: cst.CSTNod
 class UnnecessaryGet(Rule):
     code = "RAY004"
     name = "unnecessary-get"
-    message = "A value is fetched with `ray.get` only to be passed into another remote call; pass the ObjectRef instead"
+    message = "A value is fetched with `ray.get` only to be passed into another remote call"
     severity = Severity.WARNING
     category = "perf"
     supersedes = ("RAY001",)  # passing the ref removes the get, in a loop or not
@@ -265,29 +265,33 @@ survive the loss of that node or actor (or to free it early) is no longer made.
             fixed="import ray\nrollout = generate.remote()\nreduced = ray.get(reduce.remote(rollout))\n",
         ),
         Invalid(
-            "import ray\nout = consume.remote(ray.get(produce.remote(1)), 2)\n",
+            "import ray\nout = consume.remote(ray.get(produce.remote(1)), 2)\nray.shutdown()\n",
             2,
-            fixed="import ray\nout = consume.remote(produce.remote(1), 2)\n",
+            fixed="import ray\nout = consume.remote(produce.remote(1), 2)\nray.shutdown()\n",
             note="fetched and passed in one expression",
         ),
         Invalid(
             "import ray\n\ndef run(learner, workers):\n    weights = ray.get(learner.get_weights.remote())\n"
-            "    return [w.set_weights.remote(weights) for w in workers]\n",
+            "    return [w.set_weights.remote(weights) for w in workers]\n\nray.init()\n",
             4,
             fixed="import ray\n\ndef run(learner, workers):\n    weights = learner.get_weights.remote()\n"
-            "    return [w.set_weights.remote(weights) for w in workers]\n",
+            "    return [w.set_weights.remote(weights) for w in workers]\n\nray.init()\n",
             note="an actor result broadcast to other actors",
         ),
         Invalid(
-            "from ray import get as fetch\nref = load.remote(path)\ndata = fetch(ref)\nmodel = Trainer.remote(config=data)\n",
+            "from ray import get as fetch\nref = load.remote(path)\ndata = fetch(ref)\nmodel = Trainer.remote(config=data)\n"
+            "print(fetch(model.ready.remote()))\n",
             3,
-            fixed="from ray import get as fetch\nref = load.remote(path)\ndata = ref\nmodel = Trainer.remote(config=data)\n",
+            fixed="from ray import get as fetch\nref = load.remote(path)\ndata = ref\nmodel = Trainer.remote(config=data)\n"
+            "print(fetch(model.ready.remote()))\n",
             note="an aliased get; a keyword argument of an actor constructor",
         ),
         Invalid(
-            "import ray\nrefs = [shard.remote(i) for i in range(8)]\nfor r in refs:\n    part = ray.get(r)\n    out.append(index.remote(part))\n",
+            "import ray\nrefs = [shard.remote(i) for i in range(8)]\nfor r in refs:\n    part = ray.get(r)\n    out.append(index.remote(part))\n"
+            "ray.shutdown()\n",
             4,
-            fixed="import ray\nrefs = [shard.remote(i) for i in range(8)]\nfor r in refs:\n    part = r\n    out.append(index.remote(part))\n",
+            fixed="import ray\nrefs = [shard.remote(i) for i in range(8)]\nfor r in refs:\n    part = r\n    out.append(index.remote(part))\n"
+            "ray.shutdown()\n",
             note="the loop variable over a list of refs",
         ),
         Invalid(
@@ -312,14 +316,13 @@ survive the loss of that node or actor (or to free it early) is no longer made.
             where = ctx.line_of(first) + (f" and {len(targets) - 1} more" if len(targets) > 1 else "")
             statement = get.statement
             if isinstance(statement, cst.Assign) and statement.value is get.node:
-                fetched = f"`{ctx.code_for(statement.targets[0].target)}`"
+                fetched = f"`{ctx.snippet(statement.targets[0].target, limit=20)}`"
             else:
                 fetched = "The value"
             plan = FixPlan("Pass the ObjectRef instead of fetching it", ((get.node, ctx.code_for(ref)),), Applicability.UNSAFE)
             ctx.report(
                 get.node,
-                f"{fetched} is fetched with `ray.get` only to be passed into `.remote(...)` ({where}): the data "
-                "makes a round trip through this process; pass the ObjectRef and Ray resolves it for the task",
+                f"{fetched} is fetched with `ray.get` only to be passed to a task ({where})",
                 plan,
             )
 

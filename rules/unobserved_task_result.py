@@ -172,11 +172,7 @@ There is no automatic fix: whether to wait for the task, and where, depends on t
 
     def _message(self, submission: Submission, what: str) -> str:
         name = submission.remote.name if submission.remote is not None else "task"
-        return (
-            f"`{name}` is submitted but {what}: an error it raises is never seen (Ray only logs \"Unhandled error\"), "
-            "and nothing waits for it to finish; keep the ref and `ray.get` or `ray.wait` it, or declare the task "
-            "`num_returns=0` if it is fire-and-forget on purpose"
-        )
+        return f"`{name}` is submitted but {what}"
 
 
 def _returns_nothing(model: SemanticModel, submission: Submission) -> bool:

@@ -12,7 +12,6 @@ from ray_lint.ray_api import declared_num_returns, first_argument, signature_pro
 from ray_lint.rule import Context, Invalid, Rule, Valid
 
 WAIT_KEYWORDS = ("ray_waitables", "num_returns", "timeout", "fetch_local")
-LIST_ERROR = "wait() expected a list of ray.ObjectRef or ray.ObjectRefGenerator"
 # Calls that read a list without changing it: a list only ever passed to these keeps its literal length.
 READING_CALLS = ("ray.get", "ray.wait")
 
@@ -60,6 +59,13 @@ def _pure_key(expr: cst.BaseExpression) -> str | None:
     return None
 
 
+def _signature_message(node: cst.CSTNode, function: str) -> str:
+    """A short message for an argument Python rejects (`signature_problem` found it)."""
+    if isinstance(node, cst.Arg) and node.keyword is not None:
+        return f"`{function}` has no keyword `{node.keyword.value}`, so Python raises `TypeError`"
+    return f"`{function}` takes one positional argument, so Python raises `TypeError`"
+
+
 def _fixed_list(model: SemanticModel, expr: cst.BaseExpression, scope: Scope, at: int) -> cst.List | None:
     """The list display `expr` is, or that a name holds for its whole life: assigned once, in one scope,
     and only ever read by `len(...)`, `ray.get`, `ray.wait` or a `for` loop (so nothing can add or remove items)."""
@@ -96,7 +102,7 @@ def _fixed_list(model: SemanticModel, expr: cst.BaseExpression, scope: Scope, at
 class WaitApiMisuse(Rule):
     code = "RAY069"
     name = "wait-api-misuse"
-    message = "`ray.wait` is called with arguments Ray rejects: a list of unique refs, 0 < num_returns <= len, timeout >= 0"
+    message = "`ray.wait` is called with arguments Ray rejects: not a list of unique refs, a bad count or timeout"
     severity = Severity.ERROR
     category = "api-misuse"
     tokens = ("ray.wait(", "import ray as", "from ray import")
@@ -250,8 +256,8 @@ There is no automatic fix: the intended list or count is not always clear from t
         problem = signature_problem(call, "ray.wait", WAIT_KEYWORDS)
         if problem is not None:
             if isinstance(problem[0], cst.Arg) and problem[0].keyword is not None and problem[0].keyword.value == "object_refs":
-                return problem[0], problem[1] + " (`object_refs` was renamed `ray_waitables`)"
-            return problem
+                return problem[0], "`ray.wait` has no keyword `object_refs`: it was renamed `ray_waitables`"
+            return problem[0], _signature_message(problem[0], "ray.wait")
         arg = first_argument(call, "ray_waitables")
         if arg is None:
             return None
@@ -260,36 +266,25 @@ There is no automatic fix: the intended list or count is not always clear from t
         single = _single_ref(model, value, site.scope, site.index)
         if single is not None:
             what = f"`{ctx.snippet(value, 30)}`" + ("" if value is single else f" (from {ctx.line_of(single)})")
-            return arg, (
-                f"`ray.wait` on a single ref {what}: Ray 2.60 raises `TypeError: {LIST_ERROR}, got a single "
-                "ray.ObjectRef`; wrap it in a list"
-            )
+            return arg, f"`ray.wait` on a single ref {what} raises `TypeError`: it takes a list"
         kind = non_list_collection(model, value, site.scope, site.index) or non_ref_literal(value)
         if kind is not None:
-            return arg, f"`ray.wait` on {kind}: Ray 2.60 raises `TypeError: {LIST_ERROR}`; pass a list"
+            return arg, f"`ray.wait` on {kind} raises `TypeError`: it takes a list"
         timeout = keywords.get("timeout")
         seconds = literal_number(timeout.value) if timeout is not None else None
         if timeout is not None and seconds is not None and seconds < 0:
-            return timeout, (
-                f"`timeout={ctx.snippet(timeout.value, 12)}`: Ray 2.60 raises `ValueError: The 'timeout' argument must be "
-                "nonnegative` (unlike `ray.get`, `ray.wait` has no -1); use `timeout=None` to wait without limit"
-            )
+            return timeout, f"`timeout={ctx.snippet(timeout.value, 12)}` makes `ray.wait` raise `ValueError`: it has no -1"
         items = _fixed_list(model, value, site.scope, site.index)
         elements = [e.value for e in items.elements] if items is not None else []
         named = ""  # for a list held by a name, where it was assigned: the report is at the wait
         if items is not None and items is not value:
-            named = f" (`{ctx.snippet(value, 20)}`, assigned on {ctx.line_of(items)})"
+            named = f" `{ctx.snippet(value, 16)}` ({ctx.line_of(items)})"
         found = literal_item_problem(elements)
         if found is not None:
-            return found[0] if not named else arg, (
-                f"`ray.wait` on a list{named} holding {found[1]}: Ray 2.60 raises `TypeError: {LIST_ERROR}, got list containing ...`"
-            )
+            return found[0] if not named else arg, f"`ray.wait` on a list{named} holding {found[1]} raises `TypeError`"
         duplicate = self._duplicate(elements)
         if duplicate is not None:
-            return duplicate if not named else arg, (
-                f"`{ctx.snippet(duplicate, 30)}` is in the list{named} twice: Ray 2.60 raises "
-                "`ValueError: Wait requires a list of unique ray_waitables.`"
-            )
+            return duplicate if not named else arg, f"`{ctx.snippet(duplicate, 20)}` is in the list{named} twice, which `ray.wait` rejects"
         return self._count_problem(ctx, keywords.get("num_returns"), items, named)
 
     def _duplicate(self, elements: list[cst.BaseExpression]) -> cst.BaseExpression | None:
@@ -315,13 +310,10 @@ There is no automatic fix: the intended list or count is not always clear from t
             return None  # an empty list returns ([], []) before num_returns is checked
         if count <= 0:
             unless = "" if items is not None else " for any non-empty list"
-            return num_returns, (
-                f"`num_returns={ctx.snippet(num_returns.value, 12)}`: Ray 2.60 raises "
-                f"`ValueError: Invalid number of objects to return`{unless}; ask for at least 1"
-            )
+            return num_returns, f"`num_returns={ctx.snippet(num_returns.value, 12)}` makes `ray.wait` raise `ValueError`{unless}"
         if items is not None and count > len(items.elements):
             return num_returns, (
-                f"`num_returns={ctx.snippet(num_returns.value, 12)}` but the list{named} holds {len(items.elements)} "
-                "refs: Ray 2.60 raises `ValueError: num_returns cannot be greater than the number of ray_waitables`"
+                f"`num_returns={ctx.snippet(num_returns.value, 12)}` exceeds the {len(items.elements)} refs "
+                f"in the list{named}, which `ray.wait` rejects"
             )
         return None
