@@ -5,6 +5,11 @@ findings as diagnostics, and offers the engine's fixes and `# noqa` edits as cod
 are debounced and linted on the event loop, so a burst of edits is linted once, with its last text.
 Notebook documents are linted as one program, like `ray-lint check notebook.ipynb`, with findings
 published on each cell.
+
+What was published is remembered (`ray_lint.lsp_shown`) and moved along with each edit: hover
+describes the diagnostics under the cursor from it, and while a buffer does not parse (a half-written
+line) the last good findings are published again, moved, instead of a RAY000 the editor's Python
+server reports anyway.
 """
 
 from __future__ import annotations
@@ -28,8 +33,9 @@ from pygls.workspace.position_codec import ServerTextPosition, ServerTextRange
 from ray_lint import __version__, noqa
 from ray_lint.api import RunOptions, forget_project_facts, lint_document
 from ray_lint.config import CONFIG_FILES, ConfigError, Resolver, check_layer, parse_layer
-from ray_lint.diagnostics import FILE_ERROR_CODE, Applicability, Diagnostic, Edit, Position, Severity, file_error
+from ray_lint.diagnostics import FILE_ERROR_CODE, Applicability, Diagnostic, Edit, Position, Severity, docs_url, file_error
 from ray_lint.docs import render_rule
+from ray_lint.lsp_shown import Shown, apply_change, contains, hover_markdown, parse_failed
 from ray_lint.notebook import CellsChanged, Notebook
 from ray_lint.results import FileResult
 from ray_lint.rule import rule_by_code_or_name
@@ -39,7 +45,8 @@ DEFAULT_DEBOUNCE_MS = 300
 FIX_ALL_KIND = "source.fixAll.ray-lint"
 VERIFY_COMMAND = "ray-lint.verify"
 VERIFY_TIMEOUT_S = 600
-SERVER_OPTIONS = ("debounce-ms",)  # initialization options that are not `[tool.ray-lint]` keys
+KEEP_FINDINGS_OPTION = "keep-findings-on-syntax-error"
+SERVER_OPTIONS = ("debounce-ms", KEEP_FINDINGS_OPTION)  # initialization options that are not `[tool.ray-lint]` keys
 _SEVERITY = {
     Severity.ERROR: types.DiagnosticSeverity.Error,
     Severity.WARNING: types.DiagnosticSeverity.Warning,
@@ -77,6 +84,11 @@ class RayLintServer(LanguageServer):
         self.resolver = Resolver(self.options_layer)
         self.pending: dict[str, asyncio.TimerHandle] = {}
         self.linted: dict[str, Linted] = {}  # by the uri of the text or notebook document
+        self.keep_findings_on_syntax_error = True
+        # What was last published, moved along with the edits since, by text or cell uri (decoded, as
+        # pygls keys documents: editors percent-encode uris, not always alike).
+        self.shown: dict[str, list[Shown]] = {}
+        self.parsed_owners: set[str] = set()  # documents whose shown findings come from a lint that parsed
 
     # ------------------------------------------------------------------ linting
 
@@ -96,17 +108,44 @@ class RayLintServer(LanguageServer):
             self.pending[owner] = asyncio.get_running_loop().call_later(delay, self.publish, owner)
 
     def publish(self, owner: str) -> None:
+        """Publish the lint of the current text; while it does not parse, the findings of the last lint
+        that did (moved by the edits since) rather than a RAY000, when the option allows and there is one."""
         self.pending.pop(owner, None)
         linted = self.lint(owner)
         if linted is None:
             return
+        broken = parse_failed(linted.result.diagnostics)
+        keep = broken and self.keep_findings_on_syntax_error and owner in self.parsed_owners
+        if broken and not keep:
+            self.parsed_owners.discard(owner)
+        elif not broken:
+            self.parsed_owners.add(owner)
         for uri, diagnostics in linted.by_uri.items():
             document = self.workspace.get_text_document(uri)
+            if keep:
+                shown = [Shown(s.lsp, s.finding, kept=True) for s in self.shown.get(unquote(uri), [])]
+            else:
+                shown = [Shown(to_lsp(document, d), d) for d in diagnostics]
+            self.shown[unquote(uri)] = shown
             self.text_document_publish_diagnostics(
-                types.PublishDiagnosticsParams(
-                    uri=uri, diagnostics=[to_lsp(document, d) for d in diagnostics], version=document.version
-                )
+                types.PublishDiagnosticsParams(uri=uri, diagnostics=[s.lsp for s in shown], version=document.version)
             )
+
+    def follow_changes(self, uri: str, changes: Iterable[types.TextDocumentContentChangeEvent]) -> None:
+        """Move what was published for `uri` along with the editor's changes, in the order sent."""
+        shown = self.shown.get(unquote(uri))
+        if not shown:
+            return
+        units = self.workspace.position_codec.client_num_units
+        for change in changes:
+            shown = apply_change(shown, change, units)
+        self.shown[unquote(uri)] = shown
+
+    def forget(self, owner: str, uris: Iterable[str]) -> None:
+        self.linted.pop(owner, None)
+        self.parsed_owners.discard(owner)
+        for uri in uris:
+            self.shown.pop(unquote(uri), None)
 
     def lint(self, owner: str) -> Linted | None:
         """Lint the document's current text, or reuse the lint of the same versions."""
@@ -188,13 +227,23 @@ def _range(document: TextDocument, start: Position, end: Position) -> types.Rang
     return document.range_to_client_units(ServerTextRange(server(start), server(end)))
 
 
+def _docs_url(document: TextDocument, code: str) -> str:
+    """The rule page's URL under the `docs-url` of the document's settings (a broken config is
+    reported by the lint itself; the link then uses the default)."""
+    try:
+        configured = server.resolver.settings_for(_path(document.uri)).docs_url
+    except ConfigError:
+        configured = None
+    return docs_url(code, configured)
+
+
 def to_lsp(document: TextDocument, diagnostic: Diagnostic) -> types.Diagnostic:
     return types.Diagnostic(
         range=_range(document, diagnostic.start, diagnostic.end),
         message=diagnostic.message,
         severity=_SEVERITY[diagnostic.severity],
         code=diagnostic.code,
-        code_description=types.CodeDescription(href=diagnostic.url),
+        code_description=types.CodeDescription(href=_docs_url(document, diagnostic.code)),
         source="ray-lint",
     )
 
@@ -218,7 +267,7 @@ server = RayLintServer()
 @server.feature(types.INITIALIZE)
 def initialize(ls: RayLintServer, params: types.InitializeParams) -> None:
     """Initialization options: any `[tool.ray-lint]` key (they win over config files, as command-line
-    options do) and `debounce-ms`."""
+    options do), `debounce-ms` and `keep-findings-on-syntax-error`."""
     options = params.initialization_options if isinstance(params.initialization_options, dict) else {}
     settings = {key: value for key, value in options.items() if key not in SERVER_OPTIONS}
     debounce = options.get("debounce-ms", DEFAULT_DEBOUNCE_MS)
@@ -226,6 +275,11 @@ def initialize(ls: RayLintServer, params: types.InitializeParams) -> None:
         ls.debounce = debounce / 1000
     else:
         _show(ls, f"ray-lint: `debounce-ms` must be a number of milliseconds, got {debounce!r}", types.MessageType.Error)
+    keep = options.get(KEEP_FINDINGS_OPTION, True)
+    if isinstance(keep, bool):
+        ls.keep_findings_on_syntax_error = keep
+    else:
+        _show(ls, f"ray-lint: `{KEEP_FINDINGS_OPTION}` must be true or false, got {keep!r}", types.MessageType.Error)
     root = _path(params.root_uri) if params.root_uri else Path(params.root_path or Path.cwd())
     try:  # path patterns in the options are relative to the workspace root
         ls.options_layer = check_layer(parse_layer(settings, "initialization options", root))
@@ -260,6 +314,7 @@ def did_open(ls: RayLintServer, params: types.DidOpenTextDocumentParams) -> None
 
 @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
 def did_change(ls: RayLintServer, params: types.DidChangeTextDocumentParams) -> None:
+    ls.follow_changes(params.text_document.uri, params.content_changes)
     ls.schedule(params.text_document.uri, ls.debounce)
 
 
@@ -273,7 +328,7 @@ def did_save(ls: RayLintServer, params: types.DidSaveTextDocumentParams) -> None
 def did_close(ls: RayLintServer, params: types.DidCloseTextDocumentParams) -> None:
     uri = params.text_document.uri
     if ls.workspace.get_notebook_document(cell_uri=uri) is None:
-        ls.linted.pop(uri, None)
+        ls.forget(uri, [uri])
         ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
 
 
@@ -284,6 +339,13 @@ def notebook_did_open(ls: RayLintServer, params: types.DidOpenNotebookDocumentPa
 
 @server.feature(types.NOTEBOOK_DOCUMENT_DID_CHANGE)
 def notebook_did_change(ls: RayLintServer, params: types.DidChangeNotebookDocumentParams) -> None:
+    cells = params.change.cells
+    if cells is not None:
+        for content in cells.text_content or []:
+            ls.follow_changes(content.document.uri, content.changes)
+        closed = cells.structure.did_close if cells.structure is not None else None
+        for cell in closed or []:
+            ls.shown.pop(unquote(cell.uri), None)
     ls.schedule(params.notebook_document.uri, ls.debounce)
 
 
@@ -295,7 +357,7 @@ def notebook_did_save(ls: RayLintServer, params: types.DidSaveNotebookDocumentPa
 
 @server.feature(types.NOTEBOOK_DOCUMENT_DID_CLOSE)
 def notebook_did_close(ls: RayLintServer, params: types.DidCloseNotebookDocumentParams) -> None:
-    ls.linted.pop(params.notebook_document.uri, None)
+    ls.forget(params.notebook_document.uri, [cell.uri for cell in params.cell_text_documents])
     for cell in params.cell_text_documents:
         ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=cell.uri, diagnostics=[]))
 
@@ -392,12 +454,27 @@ def _fix_all(ls: RayLintServer, owner: str, linted: Linted) -> types.CodeAction 
 
 @server.feature(types.TEXT_DOCUMENT_HOVER)
 def hover(ls: RayLintServer, params: types.HoverParams) -> types.Hover | None:
-    """A rule's docs, over its code in a `# noqa` comment."""
+    """A rule's docs over its code in a `# noqa` comment; elsewhere, what the diagnostics published
+    under the cursor are (from the last publish: hovering never lints)."""
     document = ls.workspace.get_text_document(params.text_document.uri)
-    if params.position.line >= len(document.lines):
+    shown = ls.shown.get(unquote(document.uri), [])
+    return _noqa_hover(document, params.position) or _diagnostics_hover(shown, params.position)
+
+
+def _diagnostics_hover(shown: list[Shown], position: types.Position) -> types.Hover | None:
+    here = [entry for entry in shown if contains(entry.lsp.range, position)]
+    if not here:
         return None
-    line = document.lines[params.position.line]
-    column = document.position_from_client_units(params.position).character
+    return types.Hover(
+        contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=hover_markdown(here)), range=here[0].lsp.range
+    )
+
+
+def _noqa_hover(document: TextDocument, position: types.Position) -> types.Hover | None:
+    if position.line >= len(document.lines):
+        return None
+    line = document.lines[position.line]
+    column = document.position_from_client_units(position).character
     for match in noqa.NOQA_INLINE.finditer(line):
         codes = match.group("codes")
         if codes is None:
@@ -407,7 +484,7 @@ def hover(ls: RayLintServer, params: types.HoverParams) -> types.Hover | None:
             start, end = offset + code.start(), offset + code.end()
             rule = rule_by_code_or_name(code.group())
             if rule is not None and start <= column <= end:
-                row = params.position.line + 1
+                row = position.line + 1
                 return types.Hover(
                     contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=render_rule(rule)),
                     range=_range(document, Position(row, start + 1), Position(row, end + 1)),

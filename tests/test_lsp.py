@@ -24,6 +24,7 @@ from pytest_lsp import ClientServerConfig, LanguageClient
 from pytest_lsp.client import DEFAULT_CLIENT_FEATURES, register_lsp_features
 
 from ray_lint.docs import render_rule
+from ray_lint.lsp_shown import shift_range
 from ray_lint.rule import rule_by_code_or_name
 
 # Every async test runs in the module's event loop, where the module-scoped servers live.
@@ -124,6 +125,41 @@ def test_position_helpers() -> None:
     with pytest.raises(AssertionError, match="splits"):
         index_of(text, types.Position(line=0, character=6), "utf-16")  # inside the surrogate pair
     assert diff_change("x😀y\n", "x😀zy\n", "utf-16").range.start.character == 3
+
+
+def test_shift_range_follows_edits_in_client_units() -> None:
+    """How a published range moves with one change, in the client's units: lines inserted or removed
+    before it move it down or up, text before it on its line moves its columns (by the UTF-16 length
+    of what was typed), a change after it leaves it, and a change inside or across it drops it."""
+    line = 'xs = ["😀", ray.get(f.remote(x))]'
+    text = f"import ray\n{line}\n"
+    found = range_of(text, GET, "utf-16")
+    units16 = lambda chars: units(chars, "utf-16")  # noqa: E731
+
+    def change(start: tuple[int, int], end: tuple[int, int]) -> types.Range:
+        return types.Range(start=types.Position(line=start[0], character=start[1]), end=types.Position(line=end[0], character=end[1]))
+
+    def moved(replace: types.Range, new_text: str) -> types.Range | None:
+        """What the helper says, checked against the range found again in the edited text."""
+        shifted = shift_range(found, replace, new_text, units16)
+        edited = apply_edits(text, [types.TextEdit(range=replace, new_text=new_text)], "utf-16")
+        if shifted is not None:
+            assert shifted == range_of(edited, GET, "utf-16"), (replace, new_text)
+        return shifted
+
+    assert moved(change((1, 0), (1, 0)), "total = 0\n") is not None  # a line above
+    assert moved(change((0, 0), (1, 0)), "") is not None  # `import ray` deleted
+    assert moved(change((1, 0), (1, 2)), "les_😀_résultats") is not None  # before it on its line
+    assert moved(change((0, 10), (1, 2)), "\nys, zs\n\nys") is not None  # lines joined and split before it
+    assert moved(change((1, found.start.character), (1, found.start.character)), "(") is not None  # at its start
+    assert moved(change((1, found.end.character), (1, found.end.character)), ".x") == found  # right after it
+    assert moved(change((2, 0), (2, 0)), "more\n") == found  # after it
+    assert moved(change((1, found.start.character + 3), (1, found.start.character + 4)), "") is None  # inside
+    assert moved(change((0, 2), (1, found.start.character + 1)), "") is None  # across its start
+    point = types.Range(start=found.start, end=found.start)
+    assert shift_range(point, change((1, 0), (1, 0)), "# x\n", units16) == types.Range(
+        start=types.Position(line=2, character=found.start.character), end=types.Position(line=2, character=found.start.character)
+    )
 
 
 # ---------------------------------------------------------------------------------- client
@@ -530,9 +566,49 @@ async def test_hover_on_a_noqa_code(client: Client) -> None:
     doc.close()
 
 
+def what_it_does(code: str) -> str:
+    """The "What it does" section of a rule's docs, cut out here independently of the server."""
+    rule = rule_by_code_or_name(code)
+    assert rule is not None
+    return rule.docs.split("## What it does", 1)[1].split("\n## ", 1)[0].strip()
+
+
+@in_module_loop
+async def test_hover_on_a_diagnostic(client: Client) -> None:
+    """Hovering anywhere on a squiggle describes its finding: code, name, message, what the rule does,
+    its fix and whether that is safe, and the link the diagnostic carries; off every finding, nothing."""
+    doc = Doc.open(client, "hover_finding.py", BUGGY)
+    (diagnostic,) = await doc.diagnostics()
+    assert diagnostic.code_description is not None
+    (fix,) = [a for a in await doc.code_actions(diagnostic.range) if not a.title.startswith("Disable")]
+    fix_message = fix.title.removeprefix("RAY001: ").removesuffix(" (unsafe fix)")
+    assert fix_message != fix.title
+
+    start, end = diagnostic.range.start, diagnostic.range.end
+    for character in (start.character, start.character + 5, end.character - 1):
+        hover = await doc.hover(types.Position(line=start.line, character=character))
+        assert hover is not None, character
+        assert isinstance(hover.contents, types.MarkupContent)
+        assert hover.contents.kind == types.MarkupKind.Markdown
+        text = hover.contents.value
+        assert "RAY001" in text and "get-in-loop" in text
+        assert diagnostic.message in text
+        assert what_it_does("RAY001") in text
+        assert fix_message in text and "unsafe" in text
+        assert f"]({diagnostic.code_description.href})" in text
+        assert hover.range == diagnostic.range
+
+    assert await doc.hover(types.Position(line=start.line, character=start.character - 1)) is None  # the `[`
+    assert await doc.hover(end) is None  # just after the squiggle
+    assert await doc.hover(types.Position(line=0, character=3)) is None  # `import ray`
+    assert await doc.hover(types.Position(line=BUG_ROW + 5, character=0)) is None  # past the end
+    doc.close()
+
+
 @in_module_loop
 async def test_a_syntax_error_is_reported_and_the_server_recovers(client: Client) -> None:
-    """A broken buffer gives a RAY000 error; the server keeps serving, and the next edit recovers.
+    """A buffer opened broken gives a RAY000 error (there are no earlier findings to keep); the server
+    keeps serving, and the next edit recovers. Broken again later, it keeps the findings it had.
     (ray-lint parses only files that mention what its rules look for, so the text says `.remote(`.)"""
     doc = Doc.open(client, "broken.py", "import ray\nref = f.remote(   # never closed\n")
     (diagnostic,) = await doc.diagnostics()
@@ -546,9 +622,48 @@ async def test_a_syntax_error_is_reported_and_the_server_recovers(client: Client
     doc.change(BUGGY)
     assert codes(await doc.diagnostics()) == ["RAY001"]
     doc.change(BUGGY + "ref = f.remote(\n")
-    assert codes(await doc.diagnostics()) == ["RAY000"]
+    assert codes(await doc.diagnostics()) == ["RAY001"]  # kept: see test_findings_kept_while_the_buffer_does_not_parse
     doc.change(FIXED)
     assert await doc.diagnostics() == []
+    doc.close()
+
+
+@in_module_loop
+async def test_findings_kept_while_the_buffer_does_not_parse(client: Client) -> None:
+    """While a half-written line breaks the parse, the last good findings stay, moved along with the
+    edits (a line inserted above, text typed before them on their line), and no RAY000 is published;
+    their fixes are not offered (they would edit older text); an edit inside a finding drops it. Once
+    the text parses again, the fresh lint is published, with its fixes."""
+    doc = Doc.open(client, "kept.py", BUGGY)
+    (found,) = await doc.diagnostics()
+    since = len(client.published)
+
+    doc.change(BUGGY + "ref = f.remote(\n")  # a half-written line, after the finding
+    assert await doc.diagnostics() == [found]
+
+    doc.change(HEADER + "total = 0\n" + BUGGY_LINE + "\nref = f.remote(\n")  # a line above it
+    (kept,) = await doc.diagnostics()
+    assert (kept.code, kept.message, kept.severity) == (found.code, found.message, found.severity)
+    assert kept.range == expected_ray001_range(doc.text, BUG_ROW + 1, client.encoding)
+
+    doc.change(doc.text.replace('["😀", [', '["😀", "😀é", ['))  # typed before it on its line
+    (kept,) = await doc.diagnostics()
+    assert kept.range == expected_ray001_range(doc.text, BUG_ROW + 1, client.encoding)
+    assert kept.range.start.character > found.range.start.character
+
+    assert await doc.code_actions(kept.range) == []
+    hover = await doc.hover(kept.range.start)
+    assert hover is not None and isinstance(hover.contents, types.MarkupContent)
+    assert found.message in hover.contents.value and "parses again" in hover.contents.value
+
+    doc.change(doc.text.replace("f.remote(x)) for", "f.remote(x + 1)) for"))  # inside the finding
+    assert await doc.diagnostics() == []
+    assert all("RAY000" not in codes(p.diagnostics) for p in client.published[since:] if p.uri == doc.uri)
+
+    doc.change(doc.text.replace("ref = f.remote(\n", ""))  # parses again
+    (fresh,) = await doc.diagnostics()
+    assert fresh.code == "RAY001" and fresh.range.start.line == BUG_ROW + 1
+    assert len(await doc.code_actions(fresh.range)) == 2  # the fix and the noqa, back
     doc.close()
 
 
@@ -670,6 +785,81 @@ async def test_notebook_cells(client: Client) -> None:
     assert await published(client, cell_uris[2], None, since) == []
 
 
+def cell_changes(
+    client: Client, notebook_uri: str, version: int, changes: dict[str, tuple[int, types.TextDocumentContentChangePartial]]
+) -> None:
+    """One notebookDocument/didChange editing the text of cells: {cell uri: (its new version, change)}."""
+    client.notebook_document_did_change(
+        types.DidChangeNotebookDocumentParams(
+            notebook_document=types.VersionedNotebookDocumentIdentifier(version=version, uri=notebook_uri),
+            change=types.NotebookDocumentChangeEvent(
+                cells=types.NotebookDocumentCellChanges(
+                    text_content=[
+                        types.NotebookDocumentCellContentChanges(
+                            document=types.VersionedTextDocumentIdentifier(uri=uri, version=cell_version), changes=[change]
+                        )
+                        for uri, (cell_version, change) in changes.items()
+                    ]
+                )
+            ),
+        )
+    )
+
+
+@in_module_loop
+async def test_notebook_cells_keep_their_findings_while_broken(client: Client) -> None:
+    """A half-written line in one cell breaks the whole notebook's parse: every cell keeps its findings,
+    moved with the edits to that cell (a line inserted at its top), and no cell gets a RAY000."""
+    path = client.root / "kept.ipynb"
+    notebook_uri = path.as_uri()
+    cell_uris = [f"vscode-notebook-cell:{path}#W{i}sZmlsZQ%3D%3D" for i in range(2)]
+    definition = "import ray\n\n\n@ray.remote\ndef f(x):\n    return x"
+    loop = "out = []\nfor x in range(3):\n    out.append(ray.get(f.remote(x)))"
+    client.notebook_document_did_open(
+        types.DidOpenNotebookDocumentParams(
+            notebook_document=types.NotebookDocument(
+                uri=notebook_uri,
+                notebook_type="jupyter-notebook",
+                version=1,
+                cells=[types.NotebookCell(kind=types.NotebookCellKind.Code, document=uri) for uri in cell_uris],
+            ),
+            cell_text_documents=[
+                types.TextDocumentItem(uri=cell_uris[0], language_id="python", version=1, text=definition),
+                types.TextDocumentItem(uri=cell_uris[1], language_id="python", version=1, text=loop),
+            ],
+        )
+    )
+    (found,) = await published(client, cell_uris[1], 1)
+    assert found.range == expected_ray001_range(loop, 2, client.encoding)
+
+    broken = definition + "\nref = f.remote("
+    moved = "total = 0\n" + loop
+    since = len(client.published)
+    cell_changes(
+        client,
+        notebook_uri,
+        2,
+        {
+            cell_uris[0]: (2, diff_change(definition, broken, client.encoding)),
+            cell_uris[1]: (2, diff_change(loop, moved, client.encoding)),
+        },
+    )
+    (kept,) = await published(client, cell_uris[1], 2, since)
+    assert kept.range == expected_ray001_range(moved, 3, client.encoding)
+    assert await published(client, cell_uris[0], 2, since) == []  # no RAY000
+
+    since = len(client.published)
+    cell_changes(client, notebook_uri, 3, {cell_uris[0]: (3, diff_change(broken, definition, client.encoding))})
+    (fresh,) = await published(client, cell_uris[1], 2, since)
+    assert fresh.range == expected_ray001_range(moved, 3, client.encoding)
+    client.notebook_document_did_close(
+        types.DidCloseNotebookDocumentParams(
+            notebook_document=types.NotebookDocumentIdentifier(uri=notebook_uri),
+            cell_text_documents=[types.TextDocumentIdentifier(uri=uri) for uri in cell_uris],
+        )
+    )
+
+
 @in_module_loop
 async def test_a_path_with_spaces_and_accents(client: Client) -> None:
     """Editors percent-encode file uris (`dossier é/a b.py` -> `dossier%20%C3%A9/a%20b.py`): such a file
@@ -733,16 +923,34 @@ async def test_debounce_ms_zero_is_accepted(options_client: Client) -> None:
 @in_module_loop
 @pytest.mark.parametrize(
     "options_client",
-    [{"debounce-ms": "soon", "ignore": "RAY001"}],
+    [{"debounce-ms": "soon", "ignore": "RAY001", "keep-findings-on-syntax-error": "yes"}],
     indirect=True,
     ids=["bad-options"],
 )
 async def test_bad_initialization_options_are_reported(options_client: Client) -> None:
     """Bad options are shown to the user, and the server goes on with its defaults."""
-    await eventually(lambda: len(options_client.messages) >= 2, "two window/showMessage errors")
+    await eventually(lambda: len(options_client.messages) >= 3, "three window/showMessage errors")
     texts = [m.message for m in options_client.messages]
     assert all(m.type == types.MessageType.Error for m in options_client.messages)
     assert any("debounce-ms" in t for t in texts)
     assert any("ignore" in t for t in texts)
+    assert any("keep-findings-on-syntax-error" in t for t in texts)
     doc = Doc.open(options_client, "defaults.py", BUGGY)
     assert codes(await doc.diagnostics()) == ["RAY001"]
+
+
+@in_module_loop
+@pytest.mark.parametrize(
+    "options_client", [{"keep-findings-on-syntax-error": False}], indirect=True, ids=["report-syntax-errors"]
+)
+async def test_keep_findings_off_reports_syntax_errors(options_client: Client) -> None:
+    """`keep-findings-on-syntax-error: false`: a buffer that stops parsing gets its RAY000, as the
+    command line reports it, instead of its earlier findings."""
+    doc = Doc.open(options_client, "reported.py", BUGGY)
+    assert codes(await doc.diagnostics()) == ["RAY001"]
+    doc.change(BUGGY + "ref = f.remote(\n")
+    (diagnostic,) = await doc.diagnostics()
+    assert diagnostic.code == "RAY000" and "syntax error" in diagnostic.message
+    doc.change(BUGGY)
+    assert codes(await doc.diagnostics()) == ["RAY001"]
+    assert options_client.messages == []
