@@ -38,13 +38,14 @@ _TOOL_DIR = re.compile(r"[0-9a-f]{24}")  # what tool_fingerprint() names; nothin
 _TAG = "Signature: 8a477f597d28d172789f06886806bc55\n# This directory is ray-lint's cache; see https://bford.info/cachedir/\n"
 
 
-def default_directory(cwd: Path) -> Path:
-    """`$RAY_LINT_CACHE_DIR`, or `.ray_lint_cache` in the project root (`ray_lint.project.project_root`;
-    the working directory when there is none)."""
+def default_directory(linted: Path) -> Path:
+    """`$RAY_LINT_CACHE_DIR`, or `.ray_lint_cache` in the root of the project `linted` (the first path a run
+    lints) is in (`ray_lint.project.project_root`), so that linting a project from elsewhere still
+    fills its own cache; the working directory when `linted` is in no project."""
     configured = os.environ.get(CACHE_DIR_ENV)
     if configured:
         return Path(configured)
-    return (project_root(cwd) or cwd) / CACHE_DIR_NAME
+    return (project_root(linted.absolute()) or Path.cwd()) / CACHE_DIR_NAME
 
 
 def content_digest(data: bytes) -> str:

@@ -7,27 +7,30 @@ import difflib
 import json
 import os
 import sys
+import time
+import traceback
 from pathlib import Path
 from typing import TextIO
 
-from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from ray_lint import __version__
 from ray_lint.api import Executor, ExecutorError, RunOptions, lint_paths, lint_stdin, local_executor
 from ray_lint.cache import CACHE_DIR_ENV, CACHE_DIR_NAME, NotACache, ResultCache, clean, default_directory
-from ray_lint.config import ConfigError, Layer, Resolver, parse_layer
+from ray_lint.config import CONFIG_FILES, ConfigError, Layer, Resolver, parse_layer
 from ray_lint.diagnostics import Timings, file_error
 from ray_lint.docs import category_title, render_rule
-from ray_lint.files import Skipped
+from ray_lint.files import Skipped, discover
 from ray_lint.output import FORMATS, RunReport, collect
 from ray_lint.output.machine import render_github, render_json, render_json_lines
 from ray_lint.output.sarif import render_sarif
-from ray_lint.output.text import render_concise, render_full, render_statistics, render_timings, summary
+from ray_lint.output.text import fix_summary, make_console, render_concise, render_full, render_statistics, render_timings, summary
 from ray_lint.results import FileResult
 from ray_lint.rule import all_rules, rule_by_code_or_name
 
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+WATCH_INTERVAL = 0.5  # seconds between two looks at the files under --watch
 
 
 class UsageError(Exception):
@@ -53,6 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--select", type=_codes, help="rules to enable (codes, prefixes such as RAY0, or names); replaces the config's")
     check.add_argument("--extend-select", type=_codes, default=[], help="rules to enable in addition")
     check.add_argument("--ignore", type=_codes, default=[], help="rules to disable")
+    check.add_argument("--extend-ignore", type=_codes, default=[], help="rules to disable in addition to --ignore and the config's")
     check.add_argument("--per-file-ignores", action="append", default=[], metavar="PATTERN:CODES", help="disable rules for files matching a pattern (repeatable)")
     check.add_argument("--extend-exclude", type=_codes, default=[], help="more path patterns to skip")
     check.add_argument("--force-exclude", action="store_true", help="apply exclusions to files named on the command line too")
@@ -63,10 +67,15 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--statistics", action="store_true", help="show counts per rule instead of each finding")
     check.add_argument("--exit-zero", action="store_true", help="exit 0 even if problems are found")
     check.add_argument("--fix", action="store_true", help="apply safe fixes")
+    check.add_argument("--fix-only", action="store_true", help="apply fixes and report only what was fixed, not the problems left")
+    check.add_argument("--exit-non-zero-on-fix", action="store_true", help="exit 1 when a fix was applied, even if no problems remain")
     check.add_argument("--unsafe-fixes", action="store_true", help="also apply (with --fix) or show unsafe fixes")
     check.add_argument("--diff", action="store_true", help="print the fixes as a diff instead of writing them")
     check.add_argument("--show-fixes", action="store_true", help="show each fix as a diff in the full format")
     check.add_argument("--add-noqa", action="store_true", help="add `# noqa` comments for every current finding")
+    check.add_argument("--show-files", action="store_true", help="list the files that would be checked, one a line, and exit")
+    check.add_argument("--watch", "-w", action="store_true", help="check again whenever a file changes, until Ctrl-C")
+    check.add_argument("--quiet", "-q", action="store_true", help="print the findings only: no summary, hints or warnings")
     check.add_argument("--timings", action="store_true", help="also show the time each phase and rule took (on standard error)")
     check.add_argument("--jobs", "-j", type=int, default=os.cpu_count() or 1, help="worker processes (default: all cores)")
     check.add_argument(
@@ -134,7 +143,7 @@ def _cli_layer(args: argparse.Namespace) -> Layer:
     data: dict[str, object] = {}
     if getattr(args, "select", None) is not None:
         data["select"] = args.select
-    for key in ("extend_select", "ignore", "extend_exclude"):
+    for key in ("extend_select", "ignore", "extend_ignore", "extend_exclude"):
         if getattr(args, key, None):
             data[key.replace("_", "-")] = getattr(args, key)
     if per_file:
@@ -150,37 +159,43 @@ def _resolver(args: argparse.Namespace, validate: bool = True) -> Resolver:
     return Resolver(_cli_layer(args), config_path=args.config, isolated=args.isolated, validate=validate)
 
 
-def _console(stream: TextIO, color: str) -> Console:
-    force = {"always": True, "never": False}.get(color)
-    return Console(file=stream, force_terminal=force, no_color=color == "never", highlight=False, soft_wrap=True)
-
-
 def run_check(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     if args.jobs < 1:
         raise UsageError("--jobs must be at least 1")
-    if args.add_noqa and args.fix:
-        raise UsageError("--add-noqa cannot be combined with --fix")
+    if args.add_noqa and (args.fix or args.fix_only):
+        raise UsageError(f"--add-noqa cannot be combined with {'--fix' if args.fix else '--fix-only'}")
     if args.address and args.executor != "ray":
         raise UsageError("--address needs --executor ray")
+    paths = args.paths or [Path(".")]
+    from_stdin = [str(p) for p in paths] == ["-"]
+    if from_stdin and (args.show_files or args.watch):
+        raise UsageError(f"{'--show-files' if args.show_files else '--watch'} needs files or directories, not standard input")
+    if args.show_files:
+        return _show_files(args, paths, stdout, stderr)
+    if args.watch:
+        return _watch(args, paths, stdout, stderr)
+    return _check(args, paths, from_stdin, stdout, stderr)
+
+
+def _check(args: argparse.Namespace, paths: list[Path], from_stdin: bool, stdout: TextIO, stderr: TextIO) -> int:
+    fixing = args.fix or args.fix_only
     options = RunOptions(
-        fix=args.fix or args.diff,
+        fix=fixing or args.diff,
         unsafe_fixes=args.unsafe_fixes,
         write=not args.diff,
         add_noqa=args.add_noqa,
         timings=args.timings,
     )
-    err = _console(stderr, args.color)
-    paths = args.paths or [Path(".")]
-    from_stdin = [str(p) for p in paths] == ["-"]
+    err = make_console(stderr, args.color)
     results: list[FileResult] = []
-    cache = None if args.no_cache or from_stdin else ResultCache(args.cache_dir or default_directory(Path.cwd()))
+    cache = None if args.no_cache or from_stdin else ResultCache(args.cache_dir or default_directory(paths[0]))
     resolver = _resolver(args, validate=cache is None)  # with a cache, lint_paths validates what the cache does not vouch for
     if from_stdin:
         name = args.stdin_filename or "-"
         settings = resolver.settings_for(Path(name).absolute())
         data = sys.stdin.buffer.read()
         result = lint_stdin(data, name, settings, resolver, options)
-        if args.fix and not args.diff:  # the input comes back, fixed or as it was, even if unreadable
+        if fixing and not args.diff:  # the input comes back, fixed or as it was, even if unreadable
             fixed_text = result.file_text()
             if fixed_text is not None:
                 stdout.write(fixed_text)
@@ -197,39 +212,112 @@ def run_check(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
                 results.append(FileResult(path=str(item.path), diagnostics=[file_error(item.reason)]))
             else:
                 results.append(item)
-    for result in results:
+    for result in results if not args.quiet else ():
         for refused in result.refused_fixes:
             where = result.notebook.describe_line(refused.start.line) if result.notebook else f"line {refused.start.line}"
-            err.print(f"[yellow]warning[/]: {result.path}, {where}: the {refused.code} fix would leave code that does not parse; not applied")
+            message = f": {result.path}, {where}: the {refused.code} fix would leave code that does not parse; not applied"
+            err.print(Text.assemble(("warning", "yellow"), message))
 
+    fixed = sum(sum(r.fixes_applied.values()) for r in results)
+    docs_base = resolver.settings_for((Path(args.stdin_filename or "-") if from_stdin else paths[0]).absolute()).docs_url
+    report = RunReport(collect(results), results, args.unsafe_fixes, args.show_fixes, fixing=fixing, docs_url=docs_base)
     if args.diff:
         changed = _print_diff(results, stdout)
+        would = fix_summary(report, fixed, diff=True)
+        if would is not None and not args.quiet:  # on standard error: standard output stays a patch
+            err.print(would, markup=False)
         return EXIT_OK if not changed or args.exit_zero else EXIT_FINDINGS
     if args.add_noqa:
         added = sum(r.noqa_added for r in results)
-        err.print(f"Added {added} noqa directive{'s' if added != 1 else ''}.")
+        if not args.quiet:
+            err.print(f"Added {added} noqa directive{'s' if added != 1 else ''}.")
         return EXIT_OK
 
-    fixed = sum(sum(r.fixes_applied.values()) for r in results)
-    report = RunReport(collect(results), results, args.unsafe_fixes, args.show_fixes, fixing=args.fix)
     output = args.output_file.open("w", encoding="utf-8") if args.output_file else stdout
     try:
         _render(report, args, output, fixed)
     finally:
         if args.output_file:
             output.close()
-    if args.fix and args.show_fixes and fixed:
+    if fixing and args.show_fixes and fixed and not args.quiet:
         for result in results:
             for code, count in sorted(result.fixes_applied.items()):
-                err.print(f"Fixed {count} × {code} in {result.path}")
+                err.print(f"Fixed {count} × {code} in {result.path}", markup=False)
     if args.timings:
         timings = Timings()
         for result in results:
             if result.timings is not None:
                 timings.merge(result.timings)
         render_timings(timings, len(results), cache.hits if cache is not None else 0, err)
-    found = len(report.findings)
-    return EXIT_OK if found == 0 or args.exit_zero else EXIT_FINDINGS
+    if args.exit_zero:
+        return EXIT_OK
+    if args.exit_non_zero_on_fix and fixed:
+        return EXIT_FINDINGS
+    return EXIT_OK if args.fix_only or not report.findings else EXIT_FINDINGS
+
+
+def _show_files(args: argparse.Namespace, paths: list[Path], stdout: TextIO, stderr: TextIO) -> int:
+    """`--show-files`: the files a check would lint, as ruff lists them: absolute paths, sorted."""
+    files = []
+    for item in discover(paths, _resolver(args), args.force_exclude):
+        if isinstance(item, Skipped):
+            if not args.quiet:
+                stderr.write(f"ray-lint: warning: {item.path}: {item.reason}\n")
+        else:
+            files.append(item.absolute())
+    stdout.writelines(f"{path}\n" for path in sorted(files))
+    return EXIT_OK
+
+
+def _watch(args: argparse.Namespace, paths: list[Path], stdout: TextIO, stderr: TextIO) -> int:
+    """`--watch`: check, then check again whenever a file to lint or a config file changes, until Ctrl-C.
+    The files are polled (no dependency, no OS-specific watcher); the cache re-lints only those that changed."""
+    console = make_console(stdout, args.color)
+
+    def say(message: str) -> None:
+        if not args.quiet:
+            console.print(f"[{time.strftime('%H:%M:%S')}] {message}", markup=False)
+
+    seen: dict[Path, tuple[int, int] | None] | None = None
+    try:
+        while True:
+            state = _watched(args, paths)
+            if state != seen:  # what a round's own fixes change starts one more round, which finds nothing to fix
+                console.clear()
+                say("Starting linter in watch mode..." if seen is None else "File change detected...")
+                seen = state
+                try:
+                    _check(args, paths, False, stdout, stderr)
+                except (ConfigError, UsageError, ExecutorError) as error:
+                    stderr.write(f"ray-lint: error: {error}\n")
+                say("Watching for file changes.")
+                stdout.flush()
+            time.sleep(WATCH_INTERVAL)
+    except KeyboardInterrupt:
+        return EXIT_OK
+
+
+def _watched(args: argparse.Namespace, paths: list[Path]) -> dict[Path, tuple[int, int] | None]:
+    """The modification time and size (None: absent) of each file a check would lint and of each config
+    file that could apply to them: `--watch` checks again when any of these changes."""
+    try:
+        files = [item for item in discover(paths, _resolver(args, validate=False), args.force_exclude) if not isinstance(item, Skipped)]
+    except ConfigError:  # a config file that does not parse: the check reports it; the config files are still watched
+        files = []
+    directories: set[Path] = set()
+    for path in (*paths, *files):
+        directory = path.absolute() if path.is_dir() else path.absolute().parent
+        directories.update((directory, *directory.parents))
+    configs = [directory / name for directory in directories for name in CONFIG_FILES] + ([args.config] if args.config else [])
+    return {path: _stamp(path) for path in (*files, *configs)}
+
+
+def _stamp(path: Path) -> tuple[int, int] | None:
+    try:
+        status = path.stat()
+    except OSError:
+        return None
+    return status.st_mtime_ns, status.st_size
 
 
 def _executor(args: argparse.Namespace) -> Executor:
@@ -243,14 +331,22 @@ def _executor(args: argparse.Namespace) -> Executor:
 def _render(report: RunReport, args: argparse.Namespace, output: TextIO, fixed: int) -> None:
     fmt = args.output_format
     if fmt in ("full", "concise"):
-        console = _console(output, "never" if args.output_file else args.color)
+        console = make_console(output, "never" if args.output_file else args.color)
+        if args.fix_only:  # what was fixed, not what is left
+            fixes = fix_summary(report, fixed, diff=False)
+            if fixes is not None and not args.quiet:
+                console.print(fixes, markup=False)
+            return
         if args.statistics:
             render_statistics(report, console)
         elif fmt == "full":
             render_full(report, console)
         else:
             render_concise(report, console)
-        console.print(summary(report, fixed), markup=False)
+        if not args.quiet:
+            console.print(summary(report, fixed), markup=False)
+        return
+    if args.fix_only:  # as ruff: the machine formats report nothing under --fix-only
         return
     renderers = {"json": render_json, "json-lines": render_json_lines, "sarif": render_sarif, "github": render_github}
     output.write(renderers[fmt](report))
@@ -295,7 +391,7 @@ def run_rule(args: argparse.Namespace, stdout: TextIO) -> int:
         return EXIT_OK
     from rich.markdown import Markdown  # only here: it costs a tenth of a second to import
 
-    console = _console(stdout, "auto")
+    console = make_console(stdout, "auto")
     if args.all:  # a listing; `ray-lint rule CODE` shows one rule's page
         table = Table("code", "name", "category", "severity", "status", "fix", box=None, pad_edge=False)
         for rule in rules:
@@ -372,4 +468,10 @@ def main(argv: list[str] | None = None, stdout: TextIO | None = None, stderr: Te
         stderr.write("ray-lint: interrupted\n")
         return 130
     except BrokenPipeError:
+        return EXIT_ERROR
+    except Exception as error:  # a bug in ray-lint: one line and exit 2, as the README promises, not a traceback
+        where = traceback.extract_tb(error.__traceback__)[-1]
+        stderr.write(
+            f"ray-lint: internal error: {type(error).__name__}: {error} (at {Path(where.filename).name}:{where.lineno}); please report it\n"
+        )
         return EXIT_ERROR

@@ -1,9 +1,10 @@
 """Configuration: `[tool.ray-lint]` in pyproject.toml or a ray-lint.toml, plus command-line overrides.
 
 Rule selection follows ruff: each layer (a config file, then the command line) may replace `select`,
-add with `extend-select` and remove with `ignore`; within a layer the most specific selector wins
-(a code or name beats `RAY0`, which beats `RAY`), and on a tie `ignore` wins. A preview rule runs
-when preview mode is on, or when it is selected by its exact code or name.
+add with `extend-select` and remove with `ignore` (or `extend-ignore`, its synonym, as in ruff); within
+a layer the most specific selector wins (a code or name beats `RAY0`, which beats `RAY`), and on a tie
+`ignore` wins. A preview rule runs when preview mode is on, or when it is selected by its exact code
+or name.
 """
 
 from __future__ import annotations
@@ -37,8 +38,8 @@ DEFAULT_EXCLUDE = (
 )
 # Test code, where rules with `in_tests = False` stay silent (see `all-rules-in-tests`).
 DEFAULT_TEST_FILES = ("tests/", "test/", "test_*.py", "*_test.py", "conftest.py")
-LIST_KEYS = ("select", "ignore", "extend-select", "exclude", "extend-exclude", "test-files")
-KNOWN_KEYS = (*LIST_KEYS, "per-file-ignores", "preview", "all-rules-in-tests", "rules")
+LIST_KEYS = ("select", "ignore", "extend-select", "extend-ignore", "exclude", "extend-exclude", "test-files")
+KNOWN_KEYS = (*LIST_KEYS, "per-file-ignores", "preview", "all-rules-in-tests", "rules", "docs-url")
 
 
 class ConfigError(Exception):
@@ -59,6 +60,7 @@ class Layer:
     select: tuple[str, ...] | None = None
     extend_select: tuple[str, ...] = ()
     ignore: tuple[str, ...] = ()
+    extend_ignore: tuple[str, ...] = ()  # the same as `ignore`: a layer's ignores are always added to the earlier layers'
     per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
     exclude: tuple[str, ...] | None = None
     extend_exclude: tuple[str, ...] = ()
@@ -66,6 +68,7 @@ class Layer:
     test_files: tuple[str, ...] | None = None
     all_rules_in_tests: bool | None = None
     rule_options: tuple[tuple[str, tuple[tuple[str, Any], ...]], ...] = ()  # keyed by rule name or code as written
+    docs_url: str | None = None  # the base of the rule pages' URLs (`ray_lint.diagnostics.docs_url`)
 
 
 def selector_codes(selector: str, origin: str) -> tuple[frozenset[str], int]:
@@ -99,6 +102,8 @@ def parse_layer(data: dict[str, Any], origin: str, root: Path) -> Layer:
     for key in ("preview", "all-rules-in-tests"):
         if data.get(key) is not None and not isinstance(data[key], bool):
             raise ConfigError(f"{origin}: `{key}` must be true or false")
+    if data.get("docs-url") is not None and not isinstance(data["docs-url"], str):
+        raise ConfigError(f"{origin}: `docs-url` must be a string (the URL the rule pages `<CODE>.md` are under)")
     per_file = data.get("per-file-ignores", {})
     if not isinstance(per_file, dict):
         raise ConfigError(f"{origin}: `per-file-ignores` must be a table of pattern = [codes]")
@@ -119,6 +124,7 @@ def parse_layer(data: dict[str, Any], origin: str, root: Path) -> Layer:
         select=values.get("select"),
         extend_select=values.get("extend-select", ()),
         ignore=values.get("ignore", ()),
+        extend_ignore=values.get("extend-ignore", ()),
         per_file_ignores=tuple((p, tuple(s)) for p, s in per_file.items()),
         exclude=values.get("exclude"),
         extend_exclude=values.get("extend-exclude", ()),
@@ -126,13 +132,14 @@ def parse_layer(data: dict[str, Any], origin: str, root: Path) -> Layer:
         test_files=values.get("test-files"),
         all_rules_in_tests=data.get("all-rules-in-tests"),
         rule_options=tuple(options),
+        docs_url=data.get("docs-url"),
     )
 
 
 def check_layer(layer: Layer) -> Layer:
     """Check what a layer names against the rule registry: selectors, rules and their options."""
     origin = layer.origin
-    selectors = [*(layer.select or ()), *layer.extend_select, *layer.ignore]
+    selectors = [*(layer.select or ()), *layer.extend_select, *layer.ignore, *layer.extend_ignore]
     selectors += [selector for _, codes in layer.per_file_ignores for selector in codes]
     for selector in selectors:
         selector_codes(selector, origin)
@@ -233,6 +240,10 @@ class Settings:
         return next((layer.all_rules_in_tests for layer in reversed(self.layers) if layer.all_rules_in_tests is not None), False)
 
     @cached_property
+    def docs_url(self) -> str | None:
+        return next((layer.docs_url for layer in reversed(self.layers) if layer.docs_url is not None), None)
+
+    @cached_property
     def _test_files(self) -> tuple[pathspec.GitIgnoreSpec, str]:
         """The test-file patterns of the last layer that sets them, and the directory they are relative to."""
         layer = next((layer for layer in reversed(self.layers) if layer.test_files is not None), None)
@@ -259,7 +270,7 @@ class Settings:
         explicit: set[str] = set()
         for layer in self.layers:
             selectors: list[tuple[str, bool]] = [(s, True) for s in (layer.select or ())]
-            selectors += [(s, True) for s in layer.extend_select] + [(s, False) for s in layer.ignore]
+            selectors += [(s, True) for s in layer.extend_select] + [(s, False) for s in (*layer.ignore, *layer.extend_ignore)]
             resolved = [(*selector_codes(s, layer.origin), on, s) for s, on in selectors]
             for code in state:
                 best: tuple[int, bool] | None = None
@@ -352,7 +363,7 @@ class Settings:
             return "default"
 
         rows.append(("enabled rules", sorted(self.enabled_codes), origin_of("select")))
-        for key, attribute in (("select", "select"), ("extend-select", "extend_select"), ("ignore", "ignore")):
+        for key, attribute in (("select", "select"), ("extend-select", "extend_select"), ("ignore", "ignore"), ("extend-ignore", "extend_ignore")):
             values = [v for layer in self.layers for v in (getattr(layer, attribute) or ())]
             rows.append((key, values, origin_of(attribute)))
         rows.append(("preview", self.preview, origin_of("preview")))
@@ -363,6 +374,7 @@ class Settings:
         test_files = next((list(l.test_files) for l in reversed(self.layers) if l.test_files is not None), list(DEFAULT_TEST_FILES))
         rows.append(("test-files", test_files, origin_of("test_files")))
         rows.append(("all-rules-in-tests", self.all_rules_in_tests, origin_of("all_rules_in_tests")))
+        rows.append(("docs-url", self.docs_url, origin_of("docs_url")))
         for rule in all_rules():
             for option in rule.options:
                 value = self.rule_options.get(rule.name, {}).get(option.name, option.default)

@@ -3,22 +3,39 @@
 from __future__ import annotations
 
 import enum
+import os
 import re
 import time
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 FILE_ERROR_CODE = "RAY000"  # a file that cannot be read, parsed or linted
 FILE_ERROR_NAME = "file-error"
 _NEWLINE = re.compile(r"\r\n?|\n")
-DOCS_BASE_URL = "https://github.com/ray-lint/ray-lint/blob/main/docs/rules"
+DOCS_URL_ENV = "RAY_LINT_DOCS_URL"
+_PACKAGE_DIR = Path(__file__).resolve().parent
 
 
-def docs_url(code: str) -> str:
-    return f"{DOCS_BASE_URL}/{code}.md"
+def rule_docs_dir() -> Path:
+    """The folder of rule pages (`<CODE>.md`, written by `ray_lint.docs`) of this installation: a wheel
+    ships docs/rules/ as `ray_lint/rule_docs/` (pyproject.toml's package-dir); a source tree, editable
+    install included, has them in its own docs/rules/."""
+    packaged = _PACKAGE_DIR / "rule_docs"
+    return packaged if packaged.is_dir() else _PACKAGE_DIR.parent / "docs" / "rules"
+
+
+def docs_url(code: str, configured: str | None = None) -> str:
+    """Where rule `code`'s page is: `<base>/<code>.md` under `$RAY_LINT_DOCS_URL` or else the configured
+    `docs-url`; without either, a file:// URI of the page installed with ray-lint (the project has no
+    public address to point at)."""
+    base = os.environ.get(DOCS_URL_ENV) or configured
+    if base:
+        return f"{base.rstrip('/')}/{code}.md"
+    return (rule_docs_dir() / f"{code}.md").as_uri()
 
 
 class Severity(str, enum.Enum):
@@ -75,10 +92,6 @@ class Diagnostic:
     # could not see the rest of the project; the front-end drops the finding when one holds.
     unless: tuple[str, ...] = ()
     requires: tuple[str, ...] = ()  # ... and facts one of which must hold for it to be right
-
-    @property
-    def url(self) -> str:
-        return docs_url(self.code)
 
     @property
     def conditional(self) -> bool:

@@ -2,6 +2,9 @@
 
 Run `python -m ray_lint.docs` to write the pages, `python -m ray_lint.docs --check` to fail when they
 are stale (a test does this too).
+
+A rule's `category` is a short id (`perf`); what people read (these pages, `ray-lint rule`) shows its
+title (`Performance`, `category_title`), and what programs read (JSON, SARIF) keeps the id.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ def render_rule(rule: type[Rule]) -> str:
     lines = [
         f"# {rule.name} ({rule.code})",
         "",
-        f"Severity: {rule.severity.value} · Category: {rule.category} · Status: {status} · Fix: {fix}",
+        f"Severity: {rule.severity.value} · Category: {category_title(rule.category)} · Status: {status} · Fix: {fix}",
         "",
         f"> {rule.message}",
         "",

@@ -45,21 +45,22 @@ class RayExecutor:
             return
         unreadable: dict[int, FileResult] = {}
         batches: list[tuple[list[int], Batch]] = []
-        size = BATCH_BYTES
+        size = 0
         for index, task in enumerate(tasks):
             try:
                 data = read_bytes(task.path)
             except SourceError:  # reported as on one machine
                 unreadable[index] = lint_file(task.path, task.settings, task.options)
                 continue
-            if size + len(data) > BATCH_BYTES:
+            if not batches or size + len(data) > BATCH_BYTES:  # empty files too need a batch to join
                 batches.append(([], []))
                 size = 0
             size += len(data)
             batches[-1][0].append(index)
             batches[-1][1].append((str(task.path), data, task.settings, replace(task.options, write=False)))
         linted = dict(unreadable)
-        for indices, results in zip((indices for indices, _ in batches), self._run([batch for _, batch in batches])):
+        answers = self._run([batch for _, batch in batches]) if batches else []  # no cluster when nothing is readable
+        for (indices, _), results in zip(batches, answers):
             linted.update(zip(indices, results))
         for index, task in enumerate(tasks):
             result = linted[index]

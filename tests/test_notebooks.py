@@ -22,10 +22,7 @@ OTHER = "other = [ray.get(f.remote(y)) for y in ys]"
 FIXED_OTHER = "other = ray.get([f.remote(y) for y in ys])"
 # Cell 1 of most notebooks here: the import and the remote function the later cells call.
 REMOTE = "import ray\n\n\n@ray.remote\ndef f(x):\n    return x * 2\n"
-MESSAGE = (
-    "`ray.get` waits for a task submitted in the same loop iteration, so the tasks run one at a time; "
-    "submit them all first and call `ray.get` once after the loop"
-)
+MESSAGE = "`ray.get` in a loop waits for each task in turn"
 # Outputs as Jupyter stores them; a fix must leave them exactly as they are.
 OUTPUTS = [
     {"name": "stdout", "output_type": "stream", "text": ["[0, 2, 4, 6]\n"]},
@@ -336,7 +333,7 @@ def test_fix_without_unsafe_fixes_leaves_the_notebook(run: Run, tmp_path: Path) 
     target = write(tmp_path / "nb.ipynb", original)
     proc = run(["check", "--jobs", "1", "--fix", "nb.ipynb"], tmp_path)
     assert proc.returncode == 1
-    assert "(1 hidden fix can be enabled with the `--unsafe-fixes` option.)" in proc.stdout
+    assert "No fixes available (1 hidden fix can be enabled with the `--unsafe-fixes` option)." in proc.stdout
     assert target.read_bytes().decode("utf-8") == original
 
 

@@ -1,8 +1,10 @@
-"""The pre-commit hooks in `.pre-commit-hooks.yaml`, run by the real `pre-commit try-repo`.
+"""The pre-commit hooks: the configs the README and docs show, run as written by the real
+`pre-commit run`, and the hooks in `.pre-commit-hooks.yaml`, run by the real `pre-commit try-repo`.
 
-The manifest and documented-config tests are fast and offline. The others are marked `network`:
-pre-commit builds the hook's virtualenv with pip (ray-lint and its dependencies from the package
-index); skip them offline with `pytest -m "not network"`.
+The manifest and documented-config tests, and the README's local hook (ray-lint from this
+environment), are fast and offline. The others are marked `network`: pre-commit builds the hook's
+virtualenv with pip (ray-lint and its dependencies from the package index); skip them offline with
+`pytest -m "not network"`.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import re
 import shutil
 import subprocess
 import sys
+import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -22,6 +25,10 @@ from pre_commit.clientlib import MANIFEST_HOOK_DICT, load_config, load_manifest
 
 ROOT = Path(__file__).resolve().parents[1]
 MANIFEST = ROOT / ".pre-commit-hooks.yaml"
+README = ROOT / "README.md"
+DOCUMENTED = (README, ROOT / "docs" / "pre-commit.md", ROOT / "docs" / "ruff.md")
+# The placeholders docs/pre-commit.md tells the user to replace in its clone form.
+CLONE_PLACEHOLDER, COMMIT_PLACEHOLDER = "/path/to/ray-lint", "<commit>"
 
 # RAY001 on line 2, column 12; its only fix is unsafe, so `ray-lint-fix` must not apply it.
 BAD = "import ray\nresults = [ray.get(f.remote(x)) for x in xs]\n"
@@ -94,6 +101,41 @@ def _write(path: Path, text: str) -> Path:
     return path
 
 
+def _yaml_blocks(page: Path) -> list[str]:
+    """The fenced ```yaml blocks of a Markdown page, as a reader copies them (a block indented under a
+    list item loses that indentation)."""
+    text = page.read_text(encoding="utf-8")
+    return [textwrap.dedent(body) for _, body in re.findall(r"^( *)```yaml\n(.*?)^\1```$", text, re.MULTILINE | re.DOTALL)]
+
+
+def _readme_config() -> str:
+    """The `.pre-commit-config.yaml` of the README's pre-commit item."""
+    item = re.search(r"^- \*\*pre-commit\*\*.*?(?=^- \*\*)", README.read_text(encoding="utf-8"), re.MULTILINE | re.DOTALL)
+    assert item is not None, "the README has no pre-commit item"
+    [block] = [block for block in _yaml_blocks(README) if block.strip() and textwrap.indent(block, "  ") in item.group()]
+    return block
+
+
+def _pre_commit_run(project: Path, pre_commit_home: Path, path: str | None = None) -> subprocess.CompletedProcess[str]:
+    """`pre-commit run --all-files` in `project` after staging its files; `path` is the PATH hooks see."""
+    _git(["add", "-A"], project)
+    environment = _environment(pre_commit_home)
+    if path is not None:
+        environment["PATH"] = path
+    return subprocess.run(
+        [sys.executable, "-m", "pre_commit", "run", "--all-files"],
+        cwd=project,
+        check=False,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        errors="replace",
+        env=environment,
+        timeout=TIMEOUT,
+    )
+
+
 # ---------------------------------------------------------------------------- the manifest (offline)
 
 
@@ -128,19 +170,55 @@ def test_manifest_is_valid_for_pre_commit():
 
 
 def test_documented_configs_are_valid_for_pre_commit(tmp_path):
-    """Every `.pre-commit-config.yaml` shown in the docs loads in pre-commit and names only hooks
-    this manifest defines (for the ray-lint repository)."""
-    ids = {hook["id"] for hook in load_manifest(str(MANIFEST))}
-    configs = 0
-    for page in ("pre-commit.md", "ruff.md"):
-        for block in re.findall(r"```yaml\n(.*?)```", (ROOT / "docs" / page).read_text(encoding="utf-8"), re.DOTALL):
+    """Every `.pre-commit-config.yaml` shown in the README and the docs loads in pre-commit, and none
+    points at an address that does not exist: a local hook runs what the manifest's hook of that id
+    runs, and the clone form names only hooks the manifest defines."""
+    manifest = {hook["id"]: hook for hook in load_manifest(str(MANIFEST))}
+    same = ("name", "entry", "types_or", "stages", "require_serial")
+    configs, local_hooks, clones = 0, 0, 0
+    for page in DOCUMENTED:
+        for block in _yaml_blocks(page):
             config = _write(tmp_path / f"config-{configs}.yaml", block)
             configs += 1
             for repo in load_config(str(config))["repos"]:
-                if repo["repo"] == "https://github.com/ray-lint/ray-lint":
-                    assert repo["rev"] == "v0.1.0"
-                    assert {hook["id"] for hook in repo["hooks"]} <= ids
-    assert configs >= 2
+                if repo["repo"] == "local":
+                    for hook in repo["hooks"]:
+                        # `system` runs what is on PATH; pre-commit 4.4 and later call it `unsupported`
+                        assert hook["language"] in ("system", "unsupported"), f"{page.name}: {hook['id']}"
+                        expected = manifest[hook["id"]]
+                        assert {key: hook[key] for key in same} == {key: expected[key] for key in same}, f"{page.name}: {hook['id']}"
+                        local_hooks += 1
+                elif repo["repo"] == CLONE_PLACEHOLDER:
+                    assert repo["rev"] == COMMIT_PLACEHOLDER
+                    assert {hook["id"] for hook in repo["hooks"]} <= set(manifest)
+                    clones += 1
+                else:
+                    assert "ray-lint" not in repo["repo"], f"{page.name}: {repo['repo']} does not exist"
+    assert configs >= 4 and local_hooks >= 4 and clones >= 1
+
+
+def test_readme_snippet_works_as_written(tmp_path):
+    """The README's config, copied as is into a fresh repository whose environment has ray-lint
+    installed (this one's), makes `pre-commit run --all-files` fail on a finding. Offline: a
+    `repo: local` hook with `language: system` installs nothing."""
+    bin_dir = Path(sys.executable).parent
+    assert (bin_dir / "ray-lint").exists(), "ray-lint is not installed in the test environment"
+    project = tmp_path / "project"
+    project.mkdir()
+    _git(["init", "-q"], project)
+    _write(project / ".pre-commit-config.yaml", _readme_config())
+    _write(project / "bad.py", BAD)
+    _write(project / "clean.py", CLEAN)
+
+    proc = _pre_commit_run(project, tmp_path / "pre-commit-home", f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}")
+
+    assert proc.returncode == 1, output(proc)
+    text = output(proc)
+    assert re.search(r"^ray-lint\.+Failed$", text, re.MULTILINE), text
+    assert "- hook id: ray-lint" in text
+    assert "bad.py:2:12: RAY001" in text
+    assert "clean.py:" not in text
+    assert "Traceback" not in text
 
 
 # ---------------------------------------------------------------------------- the hooks (network)
@@ -212,6 +290,26 @@ def try_repo(hook_repo: Path, project: Path, pre_commit_home: Path, *args: str) 
 
 def output(proc: subprocess.CompletedProcess[str]) -> str:
     return proc.stdout + proc.stderr
+
+
+@pytest.mark.network
+def test_clone_form_works_with_the_placeholders_filled_in(hook_repo, project, pre_commit_home):
+    """docs/pre-commit.md's clone form, with the path and commit the page tells the user to fill in,
+    makes `pre-commit run --all-files` fail on a finding; pre-commit installs ray-lint itself."""
+    commit = subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=hook_repo, check=True, capture_output=True, text=True, env=_environment(), timeout=60
+    ).stdout.strip()
+    [block] = [block for block in _yaml_blocks(ROOT / "docs" / "pre-commit.md") if CLONE_PLACEHOLDER in block]
+    _write(project / ".pre-commit-config.yaml", block.replace(CLONE_PLACEHOLDER, str(hook_repo)).replace(COMMIT_PLACEHOLDER, commit))
+    _write(project / "bad.py", BAD)
+
+    proc = _pre_commit_run(project, pre_commit_home)
+
+    assert proc.returncode == 1, output(proc)
+    text = output(proc)
+    assert "- hook id: ray-lint" in text
+    assert "bad.py:2:12: RAY001" in text
+    assert "ray-lint verify" not in text.replace("- hook id: ray-lint-verify", ""), "the manual hook ran"
 
 
 @pytest.mark.network

@@ -4,12 +4,15 @@ the driver and the cache applies."""
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 
 import pytest
 from conftest import Runner
 
+from ray_lint.cli import main
+from ray_lint.ray_executor import RayExecutor
 from ray_lint.verify.cluster import Cluster
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
@@ -61,3 +64,36 @@ def test_fixes_are_written_and_the_cache_is_filled(run: Runner, tree: Path, clus
 def test_address_needs_the_ray_executor(run: Runner, tree: Path) -> None:
     proc = run(["check", "--address", "127.0.0.1:1", "."], tree)
     assert proc.returncode == 2 and "--address needs --executor ray" in proc.stderr
+
+
+def test_empty_files_first_or_only(run: Runner, tmp_path: Path, cluster: Cluster) -> None:
+    """An empty first file (an empty `__init__.py`) once found no batch to join: IndexError, exit 1."""
+    remote = ["check", "--no-cache", "--executor", "ray", "--address", cluster.address, "--output-format", "json"]
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("", encoding="utf-8")
+    (tmp_path / "pkg" / "loop.py").write_text(LOOP.format(n=3), encoding="utf-8")
+    (tmp_path / "empty").mkdir()
+    for name in ("__init__.py", "a.py"):
+        (tmp_path / "empty" / name).write_text("", encoding="utf-8")
+
+    mixed = run([*remote, "pkg"], tmp_path)
+    assert mixed.returncode == 1, mixed.stderr
+    assert [(f["filename"], f["code"]) for f in json.loads(mixed.stdout)] == [("pkg/loop.py", "RAY001")]
+    only_empty = run([*remote, "empty"], tmp_path)
+    assert (only_empty.returncode, json.loads(only_empty.stdout)) == (0, []), only_empty.stderr
+
+
+def test_an_internal_error_is_one_line_and_exit_2(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A bug anywhere under `check` (here, in the executor) reads as one line, never a traceback."""
+
+    def crash(self: RayExecutor, tasks: object) -> None:
+        raise IndexError("list index out of range")
+
+    monkeypatch.setattr(RayExecutor, "__call__", crash)
+    (tmp_path / "a.py").write_text("x = 1\n", encoding="utf-8")
+    stdout, stderr = io.StringIO(), io.StringIO()
+    code = main(["check", "--no-cache", "--executor", "ray", str(tmp_path)], stdout, stderr)
+    assert code == 2
+    [line] = stderr.getvalue().splitlines()
+    assert line.startswith("ray-lint: internal error: IndexError: list index out of range (at test_ray_executor.py:")
+    assert "Traceback" not in stderr.getvalue() + stdout.getvalue()

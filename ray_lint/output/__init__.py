@@ -32,18 +32,29 @@ class Finding:
 
 @dataclass(frozen=True)
 class RunReport:
-    """Everything one `ray-lint check` run shows: the findings in display order, each file's result, and
-    the flags that decide how fixes are described."""
+    """Everything one `ray-lint check` run shows: the findings in display order, each file's result, the
+    flags that decide how fixes are described, and the configured base of the rule pages' URLs."""
 
     findings: list[Finding]
     results: list[FileResult]
     unsafe_fixes: bool
     show_fixes: bool
     fixing: bool
+    docs_url: str | None = None  # `docs-url` (`ray_lint.diagnostics.docs_url`)
 
     def fix_is_available(self, diagnostic: Diagnostic) -> bool:
         fix = diagnostic.fix
         return fix is not None and (fix.applicability is Applicability.SAFE or self.unsafe_fixes)
+
+    @property
+    def fixable(self) -> int:
+        """Findings whose fix the fix options in force would apply."""
+        return sum(1 for f in self.findings if self.fix_is_available(f.diagnostic))
+
+    @property
+    def hidden_fixes(self) -> int:
+        """Findings whose fix is unsafe and so held back without `--unsafe-fixes`."""
+        return sum(1 for f in self.findings if f.diagnostic.fix is not None and not self.fix_is_available(f.diagnostic))
 
 
 def display_path(path: str) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ray_lint.diagnostics import Position, Severity
+from ray_lint.diagnostics import Position, Severity, docs_url
 from ray_lint.output import Finding, RunReport
 
 
@@ -13,7 +13,7 @@ def _location(position: Position) -> dict[str, int]:
     return {"row": position.line, "column": position.column}
 
 
-def to_json_object(finding: Finding) -> dict[str, Any]:
+def to_json_object(finding: Finding, docs_base: str | None = None) -> dict[str, Any]:
     diagnostic = finding.diagnostic
     fix = None
     if diagnostic.fix is not None:
@@ -36,16 +36,16 @@ def to_json_object(finding: Finding) -> dict[str, Any]:
         "end_location": _location(diagnostic.end),
         "fix": fix,
         "noqa_row": diagnostic.noqa_line,
-        "url": diagnostic.url,
+        "url": docs_url(diagnostic.code, docs_base),
     }
 
 
 def render_json(report: RunReport) -> str:
-    return json.dumps([to_json_object(f) for f in report.findings], indent=2) + "\n"
+    return json.dumps([to_json_object(f, report.docs_url) for f in report.findings], indent=2) + "\n"
 
 
 def render_json_lines(report: RunReport) -> str:
-    return "".join(json.dumps(to_json_object(f)) + "\n" for f in report.findings)
+    return "".join(json.dumps(to_json_object(f, report.docs_url)) + "\n" for f in report.findings)
 
 
 def _escape_data(text: str) -> str:

@@ -18,14 +18,14 @@ SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sar
 _LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
 
 
-def _rule_descriptors() -> list[dict[str, Any]]:
+def _rule_descriptors(docs_base: str | None) -> list[dict[str, Any]]:
     return [
         {
             "id": rule.code,
             "name": rule.name,
             "shortDescription": {"text": rule.message},
             "fullDescription": {"text": rule.docs.strip(), "markdown": rule.docs.strip()},
-            "helpUri": docs_url(rule.code),
+            "helpUri": docs_url(rule.code, docs_base),
             "help": {"text": rule.docs.strip(), "markdown": rule.docs.strip()},
             "defaultConfiguration": {"level": _LEVEL[rule.severity], "enabled": not rule.preview},
             "properties": {"category": rule.category, "preview": rule.preview, "tags": [rule.category]},
@@ -47,7 +47,7 @@ def _fingerprint(key: tuple[str, str, str], occurrence: int) -> str:
 
 
 def render_sarif(report: RunReport) -> str:
-    rules = _rule_descriptors()
+    rules = _rule_descriptors(report.docs_url)
     index = {rule["id"]: i for i, rule in enumerate(rules)}
     seen: Counter[tuple[str, str, str]] = Counter()
     split = lru_cache(maxsize=1)(str.splitlines)  # findings come file by file: each file's text is split once
@@ -88,7 +88,6 @@ def render_sarif(report: RunReport) -> str:
                     "driver": {
                         "name": "ray-lint",
                         "version": __version__,
-                        "informationUri": "https://github.com/ray-lint/ray-lint",
                         "rules": rules,
                     }
                 },

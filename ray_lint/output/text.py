@@ -1,10 +1,14 @@
-"""Human-readable formats, laid out like ruff's: `full` shows the source with a caret under the span."""
+"""Human-readable formats, laid out like ruff's: `full` shows the source with a caret under the span.
+
+User text (paths, messages, source lines) never goes through rich markup: it is either escaped or
+printed as a `Text`, so that `[brackets]` in it are shown, not taken for styles."""
 
 from __future__ import annotations
 
 import difflib
 from collections import Counter
 from functools import lru_cache
+from typing import TextIO
 
 from rich.console import Console
 from rich.markup import escape
@@ -19,12 +23,20 @@ from ray_lint.rule import rule_by_code_or_name
 _SEVERITY_STYLE = {"error": "bold red", "warning": "bold yellow", "info": "bold cyan"}
 
 
-def _header(report: RunReport, finding: Finding) -> str:
+def make_console(stream: TextIO, color: str) -> Console:
+    """A console for `--color auto|always|never`. `always` and `never` win over the environment; with
+    `auto`, rich reads it: FORCE_COLOR (or TTY_COMPATIBLE) makes any stream a terminal, a non-empty
+    NO_COLOR drops the colours, and otherwise colours go to terminals only."""
+    force = {"always": True, "never": False}.get(color)
+    no_color = None if force is None else not force
+    return Console(file=stream, force_terminal=force, no_color=no_color, highlight=False, soft_wrap=True)
+
+
+def _header(report: RunReport, finding: Finding) -> Text:
     d = finding.diagnostic
-    marker = "[cyan]\\[*][/] " if report.fix_is_available(d) else ""
-    style = _SEVERITY_STYLE[d.severity.value]
-    location = escape(finding.location).replace(":", "[cyan]:[/]")
-    return f"[bold]{location}[/][cyan]:[/] [{style}]{d.code}[/] {marker}{escape(d.message)}"
+    location = [piece for part in finding.location.split(":") for piece in ((part, "bold"), (":", "cyan"))]
+    marker = [("[*]", "cyan"), " "] if report.fix_is_available(d) else []
+    return Text.assemble(*location, " ", (d.code, _SEVERITY_STYLE[d.severity.value]), " ", *marker, d.message)
 
 
 def render_concise(report: RunReport, console: Console) -> None:
@@ -77,7 +89,7 @@ def _print_fix_diff(console: Console, source: str, diagnostic: Diagnostic) -> No
         if line.startswith(("---", "+++", "@@")):
             continue
         style = "green" if line.startswith("+") else "red" if line.startswith("-") else "dim"
-        console.print(f"  [{style}]{escape(line)}[/]", soft_wrap=True)
+        console.print(Text.assemble("  ", (line, style)), soft_wrap=True)
 
 
 def render_statistics(report: RunReport, console: Console) -> None:
@@ -93,11 +105,15 @@ def render_statistics(report: RunReport, console: Console) -> None:
     console.print(table)
 
 
+def _fixes(count: int) -> str:
+    return "fix" if count == 1 else "fixes"
+
+
 def summary(report: RunReport, fixed: int) -> str:
-    """The closing lines: how many problems, how many fixed, and what the fix options would do."""
+    """The closing lines: how many problems, how many fixed, and what the fix options would do (worded
+    as ruff words them, with "problems" for its "errors")."""
     remaining = len(report.findings)
-    available = sum(1 for f in report.findings if report.fix_is_available(f.diagnostic))
-    hidden = sum(1 for f in report.findings if f.diagnostic.fix is not None and not report.fix_is_available(f.diagnostic))
+    available, hidden = report.fixable, report.hidden_fixes
     noun = "problem" if remaining + fixed == 1 else "problems"
     if remaining == 0 and fixed == 0:
         return "All checks passed!"
@@ -106,12 +122,25 @@ def summary(report: RunReport, fixed: int) -> str:
         lines.append(f"Found {remaining + fixed} {noun} ({fixed} fixed, {remaining} remaining).")
     else:
         lines.append(f"Found {remaining} {noun}.")
+    unsafe = f"{hidden} hidden {_fixes(hidden)} can be enabled with the `--unsafe-fixes` option"
     if available and not report.fixing:
         option = "--fix --unsafe-fixes" if report.unsafe_fixes else "--fix"
-        lines.append(f"[*] {available} fixable with the `{option}` option.")
-    if hidden:
-        lines.append(f"({hidden} hidden fix{'es' if hidden > 1 else ''} can be enabled with the `--unsafe-fixes` option.)")
+        lines.append(f"[*] {available} fixable with the `{option}` option" + (f" ({unsafe})." if hidden else "."))
+    elif hidden:
+        lines.append(f"No fixes available ({unsafe}).")
     return "\n".join(lines)
+
+
+def fix_summary(report: RunReport, fixed: int, diff: bool) -> str | None:
+    """What `--diff` would fix or `--fix-only` fixed, and what `--unsafe-fixes` would add, as ruff puts
+    it; None when nothing was or could be fixed."""
+    hidden = report.hidden_fixes
+    if not fixed and not hidden:
+        return None
+    if not fixed:
+        return f"No problems {'would be fixed' if diff else 'fixed'} ({hidden} {_fixes(hidden)} available with `--unsafe-fixes`)."
+    done = f"{'Would fix' if diff else 'Fixed'} {fixed} problem{'s' if fixed != 1 else ''}"
+    return done + (f" ({hidden} additional {_fixes(hidden)} available with `--unsafe-fixes`)." if hidden else ".")
 
 
 _PHASES = ("decode", "pre-filter", "parse", "semantic model")

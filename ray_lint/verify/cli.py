@@ -8,11 +8,13 @@ from pathlib import Path
 from typing import TextIO
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from ray_lint.config import Resolver
 from ray_lint.experiment import Verdict
+from ray_lint.output.text import make_console
 from ray_lint.verify.report import render_html
 
 EXIT_OK, EXIT_CONFIRMED, EXIT_ERROR = 0, 1, 2
@@ -20,7 +22,7 @@ STYLES = {"confirmed": "bold red", "not reproduced": "green", "inconclusive": "y
 
 
 def run_verify(args: argparse.Namespace, resolver: Resolver, stdout: TextIO, stderr: TextIO) -> int:
-    err = Console(file=stderr, force_terminal={"always": True, "never": False}.get(args.color), highlight=False)
+    err = make_console(stderr, args.color)
     if args.repeat < 1 or args.timeout <= 0:
         err.print("ray-lint: error: --repeat must be at least 1 and --timeout positive")
         return EXIT_ERROR
@@ -28,13 +30,13 @@ def run_verify(args: argparse.Namespace, resolver: Resolver, stdout: TextIO, std
         import psutil  # noqa: F401  (the cluster's clean-up needs it)
         import ray  # noqa: F401
     except ImportError:
-        err.print("ray-lint: error: `ray-lint verify` needs Ray: pip install 'ray-lint[verify]'")
+        err.print("ray-lint: error: `ray-lint verify` needs Ray: pip install 'ray-lint[verify]'", markup=False)
         return EXIT_ERROR
     from ray_lint.verify.cluster import Cluster
     from ray_lint.verify.runner import verify
 
     err.print("[bold]ray-lint verify runs the flagged code and its fixed form; this executes the code in these files.[/]")
-    with err.status("starting a local Ray cluster" if args.address is None else f"connecting to {args.address}"):
+    with err.status("starting a local Ray cluster" if args.address is None else f"connecting to {escape(args.address)}"):
         cluster = Cluster.start(args.num_cpus, args.address)
     try:
         where = "local cluster" if cluster.owned else f"cluster at {args.address}"
@@ -47,19 +49,18 @@ def run_verify(args: argparse.Namespace, resolver: Resolver, stdout: TextIO, std
             bar = progress.add_task("experiments", total=None)
 
             def advance(path: str, total: int) -> None:
-                progress.update(bar, total=total, advance=1, description=Path(path).name)
+                progress.update(bar, total=total, advance=1, description=escape(Path(path).name))
 
             verdicts = verify(args.paths or [Path(".")], resolver, cluster, args.repeat, args.timeout, advance, args.trace_dir)
     finally:
         cluster.stop()
     if args.report is not None:
         args.report.write_text(render_html(verdicts), encoding="utf-8")
-        err.print(f"report: {args.report}")
+        err.print(f"report: {args.report}", markup=False)
     if args.output_format == "json":
         stdout.write(json.dumps([v.to_json() for v in verdicts], indent=2) + "\n")
     else:
-        force = {"always": True, "never": False}.get(args.color)
-        console = Console(file=stdout, force_terminal=force, highlight=False)
+        console = make_console(stdout, args.color)
         if not console.is_terminal:
             console.width = 140  # a log or a pipe: wide rows rather than folded ones
         render(verdicts, console)
@@ -81,10 +82,10 @@ def render(verdicts: list[Verdict], console: Console) -> None:
         if verdict.same_results is not None:
             summary += "; same results" if verdict.same_results else "; RESULTS DIFFER"
         table.add_row(
-            f"{verdict.path}:{verdict.line} {verdict.code}",
+            escape(f"{verdict.path}:{verdict.line} {verdict.code}"),
             f"[{STYLES[verdict.status]}]{verdict.status}[/]",
-            how,
-            summary,
+            escape(how),
+            escape(summary),
         )
     console.print(table)
     counts = {status: sum(v.status == status for v in verdicts) for status in STYLES}
