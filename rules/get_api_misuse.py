@@ -184,7 +184,7 @@ with `list(...)` or iterated, depends on what the caller does with the result.
         model, call = ctx.model, site.node
         problem = signature_problem(call, "ray.get", GET_KEYWORDS)
         if problem is not None:
-            return problem[0], _signature_message(problem[0], "ray.get")
+            return problem
         timeout = next((a for a in call.args if a.keyword is not None and a.keyword.value == "timeout"), None)
         arg = first_argument(call, "object_refs")
         if arg is None:
@@ -234,10 +234,3 @@ with `list(...)` or iterated, depends on what the caller does with the result.
             return None
         where = "task" if submission.kind == "task" else "actor method"
         return f"the generator {where} `{function.name.value}`"
-
-
-def _signature_message(node: cst.CSTNode, function: str) -> str:
-    """A short message for an argument Python rejects (`signature_problem` found it)."""
-    if isinstance(node, cst.Arg) and node.keyword is not None:
-        return f"`{function}` has no keyword `{node.keyword.value}`, so Python raises `TypeError`"
-    return f"`{function}` takes one positional argument, so Python raises `TypeError`"

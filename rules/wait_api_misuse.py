@@ -59,13 +59,6 @@ def _pure_key(expr: cst.BaseExpression) -> str | None:
     return None
 
 
-def _signature_message(node: cst.CSTNode, function: str) -> str:
-    """A short message for an argument Python rejects (`signature_problem` found it)."""
-    if isinstance(node, cst.Arg) and node.keyword is not None:
-        return f"`{function}` has no keyword `{node.keyword.value}`, so Python raises `TypeError`"
-    return f"`{function}` takes one positional argument, so Python raises `TypeError`"
-
-
 def _fixed_list(model: SemanticModel, expr: cst.BaseExpression, scope: Scope, at: int) -> cst.List | None:
     """The list display `expr` is, or that a name holds for its whole life: assigned once, in one scope,
     and only ever read by `len(...)`, `ray.get`, `ray.wait` or a `for` loop (so nothing can add or remove items)."""
@@ -257,7 +250,7 @@ There is no automatic fix: the intended list or count is not always clear from t
         if problem is not None:
             if isinstance(problem[0], cst.Arg) and problem[0].keyword is not None and problem[0].keyword.value == "object_refs":
                 return problem[0], "`ray.wait` has no keyword `object_refs`: it was renamed `ray_waitables`"
-            return problem[0], _signature_message(problem[0], "ray.wait")
+            return problem
         arg = first_argument(call, "ray_waitables")
         if arg is None:
             return None

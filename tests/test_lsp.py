@@ -695,6 +695,30 @@ async def test_pyproject_change_reloads_the_configuration(client: Client) -> Non
     doc.close()
 
 
+def open_notebook(client: Client, uri: str, cells: list[tuple[str, str] | tuple[str, None, str]]) -> None:
+    """Open a jupyter notebook of version 1: each cell is (uri, python source) or (uri, None, markdown)."""
+    kinds = [types.NotebookCellKind.Code if len(cell) == 2 else types.NotebookCellKind.Markup for cell in cells]
+    client.notebook_document_did_open(
+        types.DidOpenNotebookDocumentParams(
+            notebook_document=types.NotebookDocument(
+                uri=uri,
+                notebook_type="jupyter-notebook",
+                version=1,
+                cells=[types.NotebookCell(kind=kind, document=cell[0]) for kind, cell in zip(kinds, cells)],
+            ),
+            cell_text_documents=[
+                types.TextDocumentItem(
+                    uri=cell[0],
+                    language_id="python" if kind == types.NotebookCellKind.Code else "markdown",
+                    version=1,
+                    text=cell[-1],  # type: ignore[arg-type]
+                )
+                for kind, cell in zip(kinds, cells)
+            ],
+        )
+    )
+
+
 @in_module_loop
 async def test_notebook_cells(client: Client) -> None:
     """A jupyter notebook is linted as one program: `f` from cell 1 is the task waited on in cell 3's
@@ -705,25 +729,7 @@ async def test_notebook_cells(client: Client) -> None:
     definition = "import ray\n\n\n@ray.remote\ndef f(x):\n    return x"
     notes = "# Results\nSome *markdown* with `ray.get(f.remote(x))` in it."
     loop = '%matplotlib inline\nout = []\nfor x in range(3):\n    out.append(ray.get(f.remote(x)))  # "😀"'
-    client.notebook_document_did_open(
-        types.DidOpenNotebookDocumentParams(
-            notebook_document=types.NotebookDocument(
-                uri=notebook_uri,
-                notebook_type="jupyter-notebook",
-                version=1,
-                cells=[
-                    types.NotebookCell(kind=types.NotebookCellKind.Code, document=cell_uris[0]),
-                    types.NotebookCell(kind=types.NotebookCellKind.Markup, document=cell_uris[1]),
-                    types.NotebookCell(kind=types.NotebookCellKind.Code, document=cell_uris[2]),
-                ],
-            ),
-            cell_text_documents=[
-                types.TextDocumentItem(uri=cell_uris[0], language_id="python", version=1, text=definition),
-                types.TextDocumentItem(uri=cell_uris[1], language_id="markdown", version=1, text=notes),
-                types.TextDocumentItem(uri=cell_uris[2], language_id="python", version=1, text=loop),
-            ],
-        )
-    )
+    open_notebook(client, notebook_uri, [(cell_uris[0], definition), (cell_uris[1], None, notes), (cell_uris[2], loop)])
     (diagnostic,) = await published(client, cell_uris[2], 1)
     assert diagnostic.code == "RAY001"
     assert diagnostic.range == expected_ray001_range(loop, 3, client.encoding)  # the magic line counts
@@ -815,20 +821,7 @@ async def test_notebook_cells_keep_their_findings_while_broken(client: Client) -
     cell_uris = [f"vscode-notebook-cell:{path}#W{i}sZmlsZQ%3D%3D" for i in range(2)]
     definition = "import ray\n\n\n@ray.remote\ndef f(x):\n    return x"
     loop = "out = []\nfor x in range(3):\n    out.append(ray.get(f.remote(x)))"
-    client.notebook_document_did_open(
-        types.DidOpenNotebookDocumentParams(
-            notebook_document=types.NotebookDocument(
-                uri=notebook_uri,
-                notebook_type="jupyter-notebook",
-                version=1,
-                cells=[types.NotebookCell(kind=types.NotebookCellKind.Code, document=uri) for uri in cell_uris],
-            ),
-            cell_text_documents=[
-                types.TextDocumentItem(uri=cell_uris[0], language_id="python", version=1, text=definition),
-                types.TextDocumentItem(uri=cell_uris[1], language_id="python", version=1, text=loop),
-            ],
-        )
-    )
+    open_notebook(client, notebook_uri, [(cell_uris[0], definition), (cell_uris[1], loop)])
     (found,) = await published(client, cell_uris[1], 1)
     assert found.range == expected_ray001_range(loop, 2, client.encoding)
 

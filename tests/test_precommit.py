@@ -118,12 +118,17 @@ def _readme_config() -> str:
 
 def _pre_commit_run(project: Path, pre_commit_home: Path, path: str | None = None) -> subprocess.CompletedProcess[str]:
     """`pre-commit run --all-files` in `project` after staging its files; `path` is the PATH hooks see."""
-    _git(["add", "-A"], project)
     environment = _environment(pre_commit_home)
     if path is not None:
         environment["PATH"] = path
+    return _pre_commit(project, environment, "run", "--all-files")
+
+
+def _pre_commit(project: Path, environment: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    """`pre-commit ARGS` in `project`, after staging its files."""
+    _git(["add", "-A"], project)
     return subprocess.run(
-        [sys.executable, "-m", "pre_commit", "run", "--all-files"],
+        [sys.executable, "-m", "pre_commit", *args],
         cwd=project,
         check=False,
         stdin=subprocess.DEVNULL,
@@ -273,19 +278,7 @@ def project(tmp_path: Path) -> Path:
 
 def try_repo(hook_repo: Path, project: Path, pre_commit_home: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """`pre-commit try-repo HOOK_REPO ARGS` in `project`, after staging its files."""
-    _git(["add", "-A"], project)
-    return subprocess.run(
-        [sys.executable, "-m", "pre_commit", "try-repo", str(hook_repo), *args],
-        cwd=project,
-        check=False,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        encoding="utf-8",
-        errors="replace",
-        env=_environment(pre_commit_home),
-        timeout=TIMEOUT,
-    )
+    return _pre_commit(project, _environment(pre_commit_home), "try-repo", str(hook_repo), *args)
 
 
 def output(proc: subprocess.CompletedProcess[str]) -> str:
