@@ -434,7 +434,7 @@ def run_server(args: argparse.Namespace, stderr: TextIO) -> int:
     try:
         from ray_lint import lsp  # pygls is an extra: the command line does not need it
     except ImportError as error:
-        stderr.write(f"ray-lint: error: the language server needs `pip install 'ray-lint[lsp]'` ({error})\n")
+        stderr.write(f"ray-lint: error: the language server needs pygls and lsprotocol: install ray-lint with its lsp extra, `pip install '/path/to/ray-lint[lsp]'` ({error})\n")
         return EXIT_ERROR
     return lsp.main(args.tcp)
 

@@ -37,7 +37,7 @@ class RayExecutor:
 
     def __init__(self, address: str | None = None) -> None:
         if importlib.util.find_spec("ray") is None or importlib.util.find_spec("psutil") is None:
-            raise ExecutorError("--executor ray needs Ray: `pip install 'ray-lint[verify]'`")
+            raise ExecutorError("--executor ray needs Ray: install ray-lint with its verify extra, `pip install '/path/to/ray-lint[verify]'`")
         self.address = address
 
     def __call__(self, tasks: list[Task]) -> Iterator[FileResult]:

@@ -388,4 +388,4 @@ def test_verify_without_ray_names_the_extra(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     stdout, stderr = io.StringIO(), io.StringIO()
     assert main(["verify", "."], stdout, stderr) == 2
-    assert "pip install 'ray-lint[verify]'" in stderr.getvalue()
+    assert "pip install '/path/to/ray-lint[verify]'" in stderr.getvalue()

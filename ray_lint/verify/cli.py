@@ -30,7 +30,7 @@ def run_verify(args: argparse.Namespace, resolver: Resolver, stdout: TextIO, std
         import psutil  # noqa: F401  (the cluster's clean-up needs it)
         import ray  # noqa: F401
     except ImportError:
-        err.print("ray-lint: error: `ray-lint verify` needs Ray: pip install 'ray-lint[verify]'", markup=False)
+        err.print("ray-lint: error: `ray-lint verify` needs Ray: install ray-lint with its verify extra, `pip install '/path/to/ray-lint[verify]'`", markup=False)
         return EXIT_ERROR
     from ray_lint.verify.cluster import Cluster
     from ray_lint.verify.runner import verify
