@@ -62,6 +62,8 @@ EXITS = (cst.Break, cst.Return, cst.Raise)  # statements that leave a loop for g
 LARGE_MARKER = "ray-lint: large"
 AnalysisT = TypeVar("AnalysisT")
 AFTER_ALL = 1 << 62  # an event number after every other: a name then resolves to its last binding in the scope
+# Builtins whose result has as many items as their one argument (`set` may have fewer: not one).
+SIZE_KEEPING = frozenset({"list", "tuple", "sorted", "reversed", "enumerate", "iter"})
 ModelT = TypeVar("ModelT", bound="PythonModel")
 
 # Methods that change a list, dict, set or deque in place (not `setdefault`: that is how a cache is filled).
@@ -475,19 +477,44 @@ class PythonModel:
         return None
 
     def literal_iterations(self, loop: Loop) -> int | None:
-        """How many times the loop runs, when the code says so: `range(k)` or a literal list or tuple."""
+        """How many times the loop runs, when the code says so: `range(k)`, a literal list or tuple, either
+        through `list(...)`, `enumerate(...)` and the like, or a name assigned one of these once."""
         if isinstance(loop.node, cst.While):
             return None
-        iterable = loop.node.iter if isinstance(loop.node, cst.For) else loop.node.for_in.iter
-        if isinstance(iterable, (cst.List, cst.Tuple, cst.Set)):
-            return len(iterable.elements)
-        if isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Name) and iterable.func.value == "range":
-            numbers = [literal_number(arg.value) for arg in iterable.args]
-            bounds = [int(n) for n in numbers if n is not None]
-            if len(bounds) == len(numbers) == 1:
-                return max(0, bounds[0])
-            if len(bounds) == len(numbers) == 2:
-                return max(0, bounds[1] - bounds[0])
+        if isinstance(loop.node, cst.For):
+            iterable, scope = loop.node.iter, loop.scope
+        else:  # a comprehension's first iterable is evaluated in the scope around it
+            iterable, scope = loop.node.for_in.iter, loop.scope.parent or loop.scope
+        return self._length(iterable, scope, loop.start, 0)
+
+    def _number(self, expr: cst.BaseExpression, scope: Scope, at: int) -> float | None:
+        """A literal number, or a name assigned one once (`ROWS = 300`)."""
+        if isinstance(expr, cst.Name):
+            binding = self.sole_assignment(expr.value, scope, at)
+            return None if binding is None else literal_number(binding.value)
+        return literal_number(expr)
+
+    def _length(self, expr: cst.BaseExpression, scope: Scope, at: int, depth: int) -> int | None:
+        """How many items `expr` has, when the code says so (see `literal_iterations`)."""
+        if depth > 3:
+            return None
+        if isinstance(expr, (cst.List, cst.Tuple)):
+            return None if any(isinstance(e, cst.StarredElement) for e in expr.elements) else len(expr.elements)
+        if isinstance(expr, cst.Name):
+            binding = self.sole_assignment(expr.value, scope, at)
+            return None if binding is None else self._length(binding.value, binding.scope, binding.index, depth + 1)  # type: ignore[arg-type]
+        if not isinstance(expr, cst.Call) or not isinstance(expr.func, cst.Name) or any(arg.keyword or arg.star for arg in expr.args):
+            return None
+        function, args = expr.func.value, [arg.value for arg in expr.args]
+        if self.reaching_binding(function, scope, at) is not None:
+            return None  # a function of the module's own, not the builtin
+        if function == "range":
+            numbers = [self._number(arg, scope, at) for arg in args]
+            if not 1 <= len(numbers) <= 3 or any(n is None or n != int(n) for n in numbers):
+                return None
+            return len(range(*(int(n) for n in numbers)))  # type: ignore[arg-type]
+        if function in SIZE_KEEPING and len(args) == 1:
+            return self._length(args[0], scope, at, depth + 1)
         return None
 
     def names_bound_in(self, loop: Loop) -> frozenset[str]:

@@ -128,6 +128,8 @@ class _TinyBody:
                 expressions = [statement.value]
             elif isinstance(statement, cst.Assert):
                 expressions = [statement.test]
+            elif isinstance(statement, cst.Expr) and isinstance(statement.value, cst.Call):
+                expressions = [statement.value]  # a cheap call as a statement: a sleep under a millisecond
             else:
                 return None
             if not all(self._expression(e, info, depth) for e in expressions):
@@ -249,11 +251,12 @@ class TooFineGrainedTasks(Rule):
     docs = """
 ## What it does
 Finds a `.remote(...)` call of a remote function defined in the same file, made inside a loop or
-comprehension that runs many times (a literal count of at least `min-iterations`, 100 by
-default, or a `while True` loop; with `unknown-size-loops`, also a loop whose count the code
-does not show), when the function's body is provably tiny: at most
+comprehension that runs many times (a count of at least `min-iterations`, 100 by default, that
+the code shows: `range(k)` with `k` a number or a name assigned one once, a literal list, either
+through `list(...)`, `enumerate(...)` and the like or through a name assigned once; or a
+`while True` loop; with `unknown-size-loops`, also a loop whose count the code does not show), when the function's body is provably tiny: at most
 `max-statements` simple statements (4 by default) of scalar arithmetic, comparisons,
-assignments, `if`s and cheap builtins (`int`, `len`, `abs`, `round`, `min(a, b)`, `math.sqrt`,
+assignments, `if`s, sleeps under a millisecond and cheap builtins (`int`, `len`, `abs`, `round`, `min(a, b)`, `math.sqrt`,
 ...), or calls to a plain helper of the same file that is itself tiny.
 
 ## Why is this bad?
@@ -380,11 +383,42 @@ on the workload.
             "import ray\n@ray.remote\ndef first(x):\n    return x[1:]\n\nrefs = [first.remote(x) for x in xs]\n",
             "a slice copies its input",
         ),
+        Valid(
+            "import ray\nimport time\n\n@ray.remote\ndef pace(x):\n    time.sleep(0.01)\n    return 2 * x\n\n"
+            "refs = [pace.remote(x) for x in range(100000)]\n",
+            "a sleep of 10 ms is the task's work, not overhead",
+        ),
+        Valid(
+            "import ray\n\n@ray.remote\ndef square(n):\n    return n * n\n\n"
+            "numbers = list(range(10))\nrefs = [square.remote(n) for n in numbers]\n",
+            "ten tasks, through a name: a small loop",
+        ),
+        Valid(
+            "import ray\n\n@ray.remote\ndef square(n):\n    return n * n\n\n"
+            "numbers = list(range(10000))\nnumbers = numbers[:5]\nrefs = [square.remote(n) for n in numbers]\n",
+            "the name is assigned twice: its size is not known",
+        ),
+        Valid(
+            "import ray\n\n@ray.remote\ndef log(x):\n    print(x)\n    return x\n\nrefs = [log.remote(i) for i in range(10000)]\n",
+            "a call that is not cheap, as a statement (I/O)",
+        ),
     ]
     INVALID = [
         Invalid(
             "import ray\n@ray.remote\ndef double(x):\n    return x * 2\n\nrefs = [double.remote(i) for i in range(10000)]\n",
             6,
+        ),
+        Invalid(
+            "import ray\nimport time\n\n@ray.remote\ndef tiny(x):\n    time.sleep(1e-5)\n    return 2 * x\n\n"
+            "refs = [tiny.remote(x) for x in range(100000)]\n",
+            9,
+            note="a sleep under a millisecond is cheap, also as a statement of its own",
+        ),
+        Invalid(
+            "import ray\n\n@ray.remote\ndef square(n):\n    return n * n\n\n"
+            "numbers = list(range(10000))\nrefs = []\nfor n in numbers:\n    refs.append(square.remote(n))\n",
+            10,
+            note="the loop's size through a name assigned once: `list(range(10000))`",
         ),
         Invalid(
             "import ray\n@ray.remote\ndef double(number):\n    return number * 2\n\n"
