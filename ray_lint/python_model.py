@@ -465,6 +465,14 @@ class PythonModel:
         """The scope a comprehension's body runs in."""
         return self._comprehension_scopes.get(id(node))
 
+    @cached_property
+    def _loops_by_node(self) -> dict[int, Loop]:
+        return {id(loop.node): loop for loop in self.loops}
+
+    def loop_of(self, node: cst.CSTNode) -> Loop | None:
+        """The loop a `for`, `while` or comprehension node makes."""
+        return self._loops_by_node.get(id(node))
+
     # ------------------------------------------------------------------ loops
 
     def common_loop(self, first: Loop | None, second: Loop | None) -> Loop | None:

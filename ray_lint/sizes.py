@@ -1,9 +1,10 @@
 """How big an object is, where the code says so: constant-folded allocations with literal shapes.
 
 The "large object" rules must never fire on an object of unknown size, so this folds only what is
-certain: numpy and torch allocators with literal shapes and dtypes, `bytes(n)`, `bytearray(n)`,
-`b"x" * n`, `"x" * n`, `[0] * n`, copies of those (`x.copy()`, `np.zeros_like(x)`), names bound to
-them, and values whose line says `# ray-lint: large`. A size is what Ray serializes: an array's
+certain: numpy and torch allocators with literal shapes and dtypes, `np.arange` and `np.linspace`
+of literal lengths, `bytes(n)`, `bytearray(n)`, `b"x" * n`, `"x" * n`, `[0] * n`, copies of those
+(`x.copy()`, `np.zeros_like(x)`), comprehensions of those over literal counts, names bound to them,
+and values whose line says `# ray-lint: large`. A size is what Ray serializes: an array's
 buffer, or a lower bound of a list's pickle.
 """
 
@@ -21,7 +22,7 @@ from ray_lint.rule import Option
 ALLOCATION_TOKENS = (
     "zeros", "ones(", "ones_like", "empty(", "empty_like", "full(", "full_like", "rand(", "randn(", "randint(",
     "random(", "random_sample(", "uniform(", "normal(", "bytes(", "bytearray(", "' *", '" *', "] *", "* [",
-    "*[", "* b'", '* b"', "* '", '* "', LARGE_MARKER,
+    "*[", "* b'", '* b"', "* '", '* "', "arange(", "linspace(", LARGE_MARKER,
 )
 # Ray warns when a pickled remote function passes 10**7 bytes (FUNCTION_SIZE_WARN_THRESHOLD).
 LARGE_OBJECT_OPTION = Option(
@@ -47,6 +48,7 @@ _TORCH_FILLED = frozenset(
 )  # (*size or a sequence, dtype=float32)
 _TORCH_LIKE = frozenset({"torch.zeros_like", "torch.ones_like", "torch.empty_like", "torch.clone"})
 _COPY_METHODS = frozenset({"copy", "clone"})
+_ARANGES = frozenset({"numpy.arange", "torch.arange"})  # integer bounds: int64 items unless `dtype=`
 
 _NUMPY_ITEM_SIZES = {
     "float64": 8, "float_": 8, "double": 8, "float": 8, "float32": 4, "single": 4, "float16": 2, "half": 2,
@@ -108,7 +110,22 @@ class SizeFolder:
             return self._size_of_call(expr, scope, at, depth)
         if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Multiply):
             return self._size_of_repetition(expr, scope, at, depth)
+        if isinstance(expr, (cst.ListComp, cst.SetComp, cst.DictComp)):
+            return self._size_of_comprehension(expr, depth)
         return None
+
+    def _size_of_comprehension(self, expr: cst.ListComp | cst.SetComp | cst.DictComp, depth: int) -> Size | None:
+        """A comprehension of one `for`, no `if`, over a count the code shows (`range(50)`), whose element
+        (a dict's value) is an allocation this module folds: the sum (for a set, one element's size)."""
+        loop = self.model.loop_of(expr)
+        if loop is None or expr.for_in.ifs or expr.for_in.inner_for_in is not None:
+            return None
+        count = self.model.literal_iterations(loop)
+        element = expr.value if isinstance(expr, cst.DictComp) else expr.elt
+        each = self.size_of(element, loop.scope, loop.start, depth + 1)
+        if count is None or each is None or each.bytes is None:
+            return None
+        return Size(count * each.bytes if not isinstance(expr, cst.SetComp) else each.bytes, expr)
 
     def _size_of_name(self, name: str, scope: Scope, at: int, depth: int) -> Size | None:
         binding = self.model.reaching_binding(name, scope, at)
@@ -157,6 +174,14 @@ class SizeFolder:
             elif shape_args:
                 count = self._product(shape_args, scope, at, depth)
             item_size = self._dtype_size(keywords.get("dtype"), scope, at, _TORCH_ITEM_SIZES, 4)
+        elif name in _ARANGES and positional and len(positional) <= 3 and set(keywords) <= {"dtype"}:
+            bounds = [constant_int(self.model, value, scope, at, depth, signed=True) for value in positional]
+            if all(bound is not None for bound in bounds) and bounds[-1 if len(bounds) == 3 else 0] != 0:
+                count = len(range(*bounds))  # type: ignore[arg-type]
+            table, default = (_TORCH_ITEM_SIZES, 8) if name.startswith("torch") else (_NUMPY_ITEM_SIZES, 8)
+            item_size = self._dtype_size(keywords.get("dtype"), scope, at, table, default)
+        elif name == "numpy.linspace" and len(positional) == 3 and not keywords:
+            count, item_size = constant_int(self.model, positional[2], scope, at, depth), 8
         elif name in ("bytes", "bytearray") and len(positional) == 1 and not keywords:
             count, item_size = constant_int(self.model, positional[0], scope, at, depth), 1
         elif (name in _NUMPY_LIKE or name in _TORCH_LIKE) and positional and "dtype" not in keywords:

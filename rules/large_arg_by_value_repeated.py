@@ -42,7 +42,8 @@ Finds a `for` or `while` loop, comprehension or generator expression that calls
 `f.remote(..., X, ...)` (a task, an actor method, or an actor's creation, also through
 `.options(...)`) where `X` is a name bound outside the loop to an object that is certainly large:
 an allocation with a literal shape (`np.zeros((5000, 5000))`, `torch.randn(4096, 4096)`,
-`bytes(50 * 2**20)`, `[0.0] * 10**7`, ...) of at least `large-object-mb` megabytes (10 by
+`np.arange(10**7)`, `bytes(50 * 2**20)`, `[0.0] * 10**7`, a comprehension of such allocations
+over `range(50)`, ...) of at least `large-object-mb` megabytes (10 by
 default, the size from which Ray warns about a large remote function), or a value whose line
 says `# ray-lint: large`.
 
@@ -163,6 +164,21 @@ the file, inside a lambda or a class body, or when the loop does not start its o
         ),
     ]
     INVALID = [
+        Invalid(
+            "import ray\nimport numpy as np\n\nshards = {i: np.random.rand(2**18) for i in range(50)}\n"
+            "refs = [score.remote(shards, k) for k in range(8)]\n",
+            5,
+            fixed="import ray\nimport numpy as np\n\nshards = {i: np.random.rand(2**18) for i in range(50)}\n"
+            "shards_ref = ray.put(shards)\nrefs = [score.remote(shards_ref, k) for k in range(8)]\n",
+            note="a dict comprehension of 50 arrays of 2 MB",
+        ),
+        Invalid(
+            "import ray\nimport numpy as np\n\nids = np.arange(10**7)\nfor day in days:\n    lookup.remote(ids, day)\n",
+            6,
+            fixed="import ray\nimport numpy as np\n\nids = np.arange(10**7)\nids_ref = ray.put(ids)\nfor day in days:\n"
+            "    lookup.remote(ids_ref, day)\n",
+            note="`np.arange` of a literal length: 80 MB",
+        ),
         Invalid(
             "import ray\nimport numpy as np\n\ndata = np.zeros((5000, 5000))\nrefs = [process.remote(data, i) for i in range(10)]\n",
             5,
