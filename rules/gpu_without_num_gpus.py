@@ -80,7 +80,8 @@ class GpuWithoutNumGpus(Rule):
 ## What it does
 Finds a remote function or actor class whose code uses a GPU directly (`.cuda()`,
 `.to("cuda")`, `device="cuda"`, `torch.device("cuda")`, `torch.cuda.*`, CuPy, Numba CUDA,
-`tf.device("/GPU:0")`, `jax.devices("gpu")`) while neither its decorator nor any
+`tf.device("/GPU:0")`, `jax.devices("gpu")`, or an index into `ray.get_gpu_ids()`, which is empty
+without a GPU request and raises IndexError) while neither its decorator nor any
 `.options(...)` call on it in the module requests `num_gpus` (or `resources={"GPU": ...}`).
 
 ## Why is this bad?
@@ -132,6 +133,14 @@ task that used several GPUs needs a larger number.
 """
 
     VALID = [
+        Valid(
+            "import ray\n@ray.remote\ndef f(x):\n    ids = ray.get_gpu_ids()\n    return x if not ids else x * 2\n",
+            "the ids are only tested: the task has a path without GPUs",
+        ),
+        Valid(
+            "import ray\n@ray.remote\ndef f(x):\n    if ray.get_gpu_ids():\n        return ray.get_gpu_ids()[0]\n    return None\n",
+            "indexed only under a test that GPUs were assigned",
+        ),
         Valid("import ray\n@ray.remote(num_gpus=1)\ndef f(m):\n    return m.cuda()\n", "requests a GPU"),
         Valid("import ray\n@ray.remote(num_gpus=0.25)\nclass A:\n    def __init__(self):\n        self.m = Net().to('cuda')\n", "fractional GPU"),
         Valid("import ray\n@ray.remote\ndef f(m):\n    return m.cuda()\n\nref = f.options(num_gpus=1).remote(m)\n", "GPU requested at the call site"),
@@ -162,6 +171,14 @@ task that used several GPUs needs a larger number.
         ),
     ]
     INVALID = [
+        Invalid(
+            "import ray\nimport os\n@ray.remote\ndef train(config):\n    gpu = ray.get_gpu_ids()[0]\n"
+            "    os.environ['LOCAL_GPU'] = str(gpu)\n    return config\n",
+            3,
+            fixed="import ray\nimport os\n@ray.remote(num_gpus=1)\ndef train(config):\n    gpu = ray.get_gpu_ids()[0]\n"
+            "    os.environ['LOCAL_GPU'] = str(gpu)\n    return config\n",
+            note="the first assigned GPU's id, in a task that requests none: IndexError",
+        ),
         Invalid(
             "import ray\n\n@ray.remote\ndef f(m):\n    return m.cuda()\n",
             3,
@@ -223,6 +240,9 @@ task that used several GPUs needs a larger number.
                     continue
                 if isinstance(node, (cst.If, cst.IfExp, cst.While)) and _mentions_gpu(node.test):
                     continue
+                if isinstance(node, cst.Subscript) and _indexes_gpu_ids(model, node):
+                    yield node.value  # type: ignore[misc]
+                    continue
                 if isinstance(node, cst.Call):
                     if any(arg.keyword is not None and arg.keyword.value in DELEGATING_KEYWORDS for arg in node.args):
                         continue
@@ -279,6 +299,16 @@ def _uses_gpu(model: SemanticModel, call: cst.Call) -> bool:
     if name == "jax.devices":
         return text in ("gpu", "cuda")
     return False
+
+
+def _indexes_gpu_ids(model: SemanticModel, subscript: cst.Subscript) -> bool:
+    """`ray.get_gpu_ids()[0]`: the id of a GPU Ray assigned, which a task without `num_gpus` does not get
+    (the list is empty, and the index raises IndexError)."""
+    call = subscript.value
+    if not isinstance(call, cst.Call):
+        return False
+    site = model.call_site(call)
+    return site is not None and model.call_name(site) == "ray.get_gpu_ids"
 
 
 def _is_cuda(expr: cst.BaseExpression | None) -> bool:
