@@ -30,11 +30,13 @@ from ray_lint.experiment import (
 from ray_lint.model import RefOrigin, SemanticModel, Submission
 from ray_lint.project import concurrent_actor, sequential_actor
 from ray_lint.python_model import (
+    COMPREHENSIONS,
     comments_in,
     AFTER_ALL,
     CallSite,
     FunctionInfo,
     Loop,
+    Scope,
     block_statements,
     iter_subtree,
     keys_read,
@@ -45,9 +47,34 @@ from ray_lint.rule import Context, FixPlan, Invalid, Option, Rule, Valid
 
 # Actor methods that exist to block: waiting on them one at a time is the point (a lock, a barrier).
 SYNCHRONIZATION_METHODS = frozenset({"acquire", "release", "lock", "unlock", "wait", "barrier", "notify", "notify_all", "signal"})
+# Reads of counters an actor keeps (`get_metrics`): a small dict of numbers, like the accessors' small facts.
+METRIC_READS = frozenset({"get_metrics", "get_stats", "metrics", "stats"})
 # Other work a loop does between submitting a task and waiting for it beyond which the task overlaps
 # with that work on purpose (a training step that fetches a reward it started early).
 OVERLAPPED_CALLS = 5
+
+
+@dataclass(frozen=True, eq=False)
+class _Wait:
+    """Where code waits for a ref: a `ray.get(ref)` call or an `await ref`, with what a call site says of it."""
+
+    node: cst.Call | cst.Await
+    ref: cst.BaseExpression | None  # what it waits for
+    scope: Scope
+    index: int  # event number
+    loop: Loop | None
+    statement: cst.CSTNode | None
+    bounded: bool  # a `timeout=` limits the wait
+
+    @classmethod
+    def of_get(cls, get: CallSite) -> _Wait:
+        bounded = any(arg.keyword is not None and arg.keyword.value == "timeout" for arg in get.node.args)
+        ref = get.node.args[0].value if get.node.args else None
+        return cls(get.node, ref, get.scope, get.index, get.loop, get.statement, bounded)
+
+    @property
+    def is_await(self) -> bool:
+        return isinstance(self.node, cst.Await)
 
 
 @dataclass(frozen=True)
@@ -120,6 +147,12 @@ class GetInLoop(Rule):
 Finds a `ray.get` inside a `for` or `while` loop, or inside a comprehension or generator
 expression, that waits for a task (or actor call) submitted earlier in the same iteration.
 
+In a coroutine it also finds the async form of the same mistake: an `await` of such a ref
+(`values.append(await actor.work.remote(i))`, or `ref = f.remote(x)` then `await ref`), in a `for`,
+`async for` or `while` loop or a comprehension. An `ObjectRef` is awaitable, and awaiting each one
+in turn serializes the calls just as a `ray.get` would; `await asyncio.gather(*[f.remote(x) for x
+in xs])` runs them together. The same exceptions below apply to it, and no fix is offered for it.
+
 ## Why is this bad?
 `ray.get` blocks until its task finishes, so the loop submits the next task only after the
 previous one is done: the tasks run one at a time and the cluster sits idle. Ray's own
@@ -155,13 +188,14 @@ ray-lint stays silent when the loop cannot be parallel or is already right:
   each wait is bounded and handled on its own on purpose;
 - the loop kills actors (`ray.kill`): a teardown loop;
 - the call asks an actor for a small fact (`is_*`, `has_*`, `ping`, `ready`, `status`, or a
-  `get_*`/`alloc_*` of a rank, an address, an id, a port, ...): one round trip each,
-  milliseconds for a group of actors (`get_weights` and `get_batch` are not small facts);
+  `get_*`/`alloc_*` of a rank, an address, an id, a port, ..., or its counters: `get_metrics`,
+  `get_stats`): one round trip each, milliseconds for a group of actors (`get_weights` and
+  `get_batch` are not small facts);
 - the method, defined in this file, only returns what an earlier call stored (`return
   self.sorted_frame`, after asserts): no work runs while the loop waits;
 - every call goes to one named actor looked up in the loop (`ray.get_actor(NAME)`);
-- the actor was itself fetched with `ray.get` in the iteration (borrowed from a pool: each item's
-  calls form a chain), or is a Ray Serve handle (`serve.get_app_handle(...)`: its responses are
+- the actor was itself fetched with `ray.get` (or `await`) in the iteration (borrowed from a pool:
+  each item's calls form a chain), or is a Ray Serve handle (`serve.get_app_handle(...)`: its responses are
   awaited or `.result()`-ed, and `serve-*` rules cover them);
 - more than five other calls run between the submission and the get: the task already overlaps
   with the rest of the iteration (a training step that starts its reward early).
@@ -173,8 +207,8 @@ file which submits a task and waits for it (outside any loop of its own) is repo
 call in the loop: have the helper return the ref, and call `ray.get` once after the loop. A
 helper that waits on an actor it was handed (a counter, a buffer) is not reported.
 
-The diagnostic is reported on the line of the `ray.get` call (or of the helper call); put a
-`# noqa: RAY001` there.
+The diagnostic is reported on the line of the `ray.get` call (or of the `await`, or of the helper
+call); put a `# noqa: RAY001` there.
 
 ## Example
 ```python
@@ -187,6 +221,7 @@ for x in items:
 ```python
 results = ray.get([process.remote(x) for x in items])
 ```
+In a coroutine: `results = await asyncio.gather(*[process.remote(x) for x in items])`.
 Or, to handle results as they finish, use `ray.wait` (see RAY002).
 
 ## Fix safety
@@ -367,8 +402,66 @@ the statement that replaces it.
             "            r = step.remote(self.states[-1])\n            self.states.append(ray.get(r))\n",
             "each step needs the previous one, through a list",
         ),
+        Valid(
+            "import ray\n\nasync def run(x, n):\n    for _ in range(n):\n        x = await step.remote(x)\n    return x\n",
+            "await: each step needs the previous result",
+        ),
+        Valid(
+            "import asyncio\nimport ray\n\nasync def run(xs):\n    for x in xs:\n        await asyncio.sleep(1)\n"
+            "        await notify(x)\n",
+            "await of coroutines that are not Ray tasks",
+        ),
+        Valid(
+            "import ray\n\nasync def run(xs):\n    refs = [f.remote(x) for x in xs]\n    out = []\n    for r in refs:\n"
+            "        out.append(await r)\n    return out\n",
+            "await of refs all submitted before the loop",
+        ),
+        Valid(
+            "import asyncio\nimport ray\n\nasync def run(xs):\n    return await asyncio.gather(*[f.remote(x) for x in xs])\n",
+            "one await of every submission together",
+        ),
+        Valid(
+            "import ray\n@ray.remote\nclass Counter:\n    def add(self, x):\n        self.n += x\n        return self.n\n\n"
+            "async def run(xs):\n    c = Counter.remote()\n    for x in xs:\n        print(await c.add.remote(x))\n",
+            "await on one stateful actor: its calls are sequential whatever the caller does",
+        ),
+        Valid(
+            "import ray\n\nasync def run(xs):\n    done = False\n    while not done:\n        done = await poll.remote()\n",
+            "await: the loop condition depends on the result",
+        ),
+        Valid(
+            "import ray\n\nasync def close_all(handles):\n    for h in handles:\n        await h.close.remote()\n        ray.kill(h)\n",
+            "await in a teardown loop",
+        ),
+        Valid(
+            "import ray\n\nasync def setup(pools, cfg):\n    for pool in pools:\n        actor = await pool.acquire.remote()\n"
+            "        await actor.reset.remote(cfg)\n",
+            "await on an actor borrowed from a pool in the iteration: each item's calls form a chain",
+        ),
+        Valid(
+            "import ray\n\nasync def collect(envs):\n    metrics = {}\n    for name, env in envs.items():\n"
+            "        metrics[name] = await env.get_metrics.remote()\n    return metrics\n",
+            "await of each actor's metrics: a small read, one round trip each",
+        ),
     ]
     INVALID = [
+        Invalid(
+            "import ray\n\nasync def run(actors, items):\n    values = []\n    for a, i in zip(actors, items):\n"
+            "        values.append(await a.work.remote(i))\n    return values\n",
+            6,
+            note="`await` on each call in turn: the async form of a get in a loop (no fix)",
+        ),
+        Invalid(
+            "import ray\n\nasync def run(xs):\n    out = []\n    for x in xs:\n        ref = f.remote(x)\n"
+            "        out.append(await ref)\n    return out\n",
+            7,
+        ),
+        Invalid("import ray\n\nasync def run(xs):\n    return [await f.remote(x) for x in xs]\n", 4),
+        Invalid(
+            "import ray\n\nasync def run(stream):\n    async for x in stream:\n        print(await f.remote(x))\n",
+            5,
+            note="an `async for` counts the same",
+        ),
         Invalid(
             "import ray\n\n@ray.remote\nclass Sorter:\n    def __init__(self, xs):\n        self.xs = xs\n\n"
             "    def get_sorted(self):\n        return sorted(self.xs)\n\n"
@@ -471,11 +564,15 @@ the statement that replaces it.
         helpers = self._blocking_helpers(model, gets)
         helper_names = frozenset(info.node.name.value for info, _ in helpers.values())
         for get in gets:
-            self._check_get(ctx, get, get_functions, helper_names)
+            if get.loop is not None:
+                self._check_wait(ctx, _Wait.of_get(get), get_functions, helper_names)
+        for wait in _awaits_in_loops(model):
+            self._check_wait(ctx, wait, get_functions, helper_names)
         for info, inner_get in helpers.values():
             self._check_helper_calls(ctx, info, inner_get, get_functions, helper_names)
 
-    def _check_get(self, ctx: Context, get: CallSite, get_functions: tuple[str, ...], helpers: frozenset[str]) -> None:
+    def _check_wait(self, ctx: Context, get: _Wait, get_functions: tuple[str, ...], helpers: frozenset[str]) -> None:
+        """A `ray.get` or an `await` in a loop: the same checks for both, and a fix only for the get."""
         model = ctx.model
         if get.loop is None:
             return
@@ -500,9 +597,9 @@ the statement that replaces it.
             if imported is None:
                 return
             requires, unless = concurrent_actor(imported), sequential_actor(imported)
-        if _handle_made_by(model, submission, loop, _fetched_or_serve):
+        if _handle_made_by(model, submission, loop, _fetched_or_serve) or _awaited_handle(model, submission):
             return
-        facts = loop_results(model, loop, get_functions, helpers)
+        facts = loop_results(model, loop, get_functions, helpers, awaits=get.is_await)
         if sequential_by_design(model, loop, get, facts) or repeats_discarded_call(model, loop, get, submission.call):
             return
         if self._is_sequential(model, loop, facts, submission.call, submission.handle, producer.index, get.node):
@@ -511,15 +608,18 @@ the statement that replaces it.
             return
         if _calls_between(model, producer.index, get.index) > OVERLAPPED_CALLS:
             return  # the task runs while the iteration does other work: already overlapped
-        message = "`ray.get` in a loop waits for each task in turn"
         known = LoopFacts(model.literal_iterations(loop))
+        if get.is_await:  # no fix: `asyncio.gather` changes when errors surface, and the code around may rely on order
+            ctx.report(get.node, "`await` in a loop waits for each task in turn", None, known, unless=unless, requires=requires)
+            return
+        message = "`ray.get` in a loop waits for each task in turn"
         ctx.report(get.node, message, self._fix(ctx, get, loop, submission.call), known, unless=unless, requires=requires)
 
-    def _submitted_ref(self, model: SemanticModel, get: CallSite) -> tuple[Submission, CallSite, RefOrigin] | None:
-        """The submission whose ref the get waits for, when the module shows one."""
-        if not get.node.args:
+    def _submitted_ref(self, model: SemanticModel, get: _Wait) -> tuple[Submission, CallSite, RefOrigin] | None:
+        """The submission whose ref the get (or await) waits for, when the module shows one."""
+        if get.ref is None:
             return None
-        origin = model.ref_origin(get.node.args[0].value, get.scope, get.index)
+        origin = model.ref_origin(get.ref, get.scope, get.index)
         if origin is None or origin.kind != "ref" or not isinstance(origin.producer, cst.Call):
             return None
         submission = model.submission(origin.producer)
@@ -539,13 +639,13 @@ the statement that replaces it.
             info = model.function_info(scope.node)  # type: ignore[arg-type]
             if info is None or info.parent_scope is not model.module_scope or info.is_async or model.remote_of_scope(scope):
                 continue
-            found = self._submitted_ref(model, get)
+            found = self._submitted_ref(model, _Wait.of_get(get))
             if found is None or found[1].scope is not scope or found[1].loop is not None:
                 continue
             submission = found[0]
             if submission.kind == "actor-method" and not _actor_made_here(model, submission, found[1]):
                 continue  # the caller's actor (a counter, a buffer): its calls queue on it whatever the caller does
-            if not _waited_before(model, get, found[1]):
+            if not _waited_before(model, _Wait.of_get(get), found[1]):
                 helpers.setdefault(id(info.node), (info, get))
         return helpers
 
@@ -579,7 +679,7 @@ the statement that replaces it.
         call: cst.Call,
         handle: cst.BaseExpression | None,
         at: int,
-        waiting: cst.Call,
+        waiting: cst.Call | cst.Await,
     ) -> bool:
         """Whether the loop cannot run its tasks in parallel, or does not wait where it seems to: the next
         submission (`call`, made at event `at`) needs a result fetched in the loop, or the waiting call
@@ -599,12 +699,12 @@ the statement that replaces it.
             memo[key] = any(_needs_result(loop, facts, site.node, None, site.index) for site in remotes[first:last])
         return memo[key]
 
-    def _fix(self, ctx: Context, get: CallSite, loop: Loop, producer: cst.Call) -> FixPlan | None:
+    def _fix(self, ctx: Context, get: _Wait, loop: Loop, producer: cst.Call) -> FixPlan | None:
         """Submit everything, then one `ray.get`: for a comprehension whose element is the get, and for a
         `for` loop whose body is `out.append(ray.get(f.remote(x)))`, or `r = f.remote(x)` followed by
         `out.append(ray.get(r))` when `r` is used nowhere else."""
         call = get.node
-        if len(call.args) != 1 or get.loop is not loop:
+        if not isinstance(call, cst.Call) or len(call.args) != 1 or get.loop is not loop:
             return None
         fetch = ctx.code_for(call.func)
         node = loop.node
@@ -665,6 +765,75 @@ def _with_comments(ctx: Context, loop: cst.For, statement: str) -> str:
     return "".join(f"{comment}\n{indent}" for comment in comments_in(loop) if comment in span) + statement
 
 
+def _awaits_in_loops(model: SemanticModel) -> list[_Wait]:
+    """Every `await` of a call or a name inside a loop of a coroutine, located as a call site would be:
+    `await f.remote(x)` from its call, `await ref` from the read of `ref` it makes."""
+    waits = []
+    for scope in model.scopes:
+        if scope.kind != "function" or not scope.is_async:
+            continue
+        for node in iter_subtree(scope.node, into_functions=False):
+            if isinstance(node, cst.Await):
+                wait = _locate_await(model, scope, node)
+                if wait is not None:
+                    waits.append(wait)
+    return waits
+
+
+def _locate_await(model: SemanticModel, function: Scope, node: cst.Await) -> _Wait | None:
+    operand = node.expression
+    if isinstance(operand, cst.Call):  # the await is the event just before its call
+        site = model.call_site(operand)
+        if site is None or site.loop is None:
+            return None
+        return _Wait(node, operand, site.scope, site.index - 1, site.loop, site.statement, False)
+    if not isinstance(operand, cst.Name):
+        return None
+    path = model.path_within(function.node, node)
+    if path is None:
+        return None
+    loop: Loop | None = None
+    statement: cst.CSTNode | None = None
+    for i, parent in enumerate(path[:-1]):
+        if isinstance(parent, (cst.BaseSmallStatement, cst.BaseCompoundStatement)):
+            statement = parent
+        candidate = model.loop_of(parent)
+        if candidate is not None and _repeated(parent, path[i + 1], path[i + 2] if i + 2 < len(path) else None):
+            loop = candidate
+    if loop is None or not any(
+        b.kind == "assign" and loop.contains_index(b.index) for b in loop.scope.bindings.get(operand.value, ())
+    ):
+        return None  # a ref submitted in the same iteration is bound in the loop
+    # the read of the name this await makes: the one between the calls around it
+    low, high, seen = loop.start, loop.end, False
+    for inner in iter_subtree(loop.node, into_functions=False):
+        if inner is node:
+            seen = True
+        site = model.call_site(inner) if isinstance(inner, cst.Call) else None
+        if site is not None and loop.contains_index(site.index):
+            if not seen:
+                low = site.index
+            else:
+                high = site.index
+                break
+    reads = [r for r in loop.scope.reads.get(operand.value, ()) if low < r < high]
+    if not reads:
+        return None
+    return _Wait(node, operand, loop.scope, reads[-1] - 1, loop, statement, False)
+
+
+def _repeated(loop: cst.CSTNode, child: cst.CSTNode, grandchild: cst.CSTNode | None) -> bool:
+    """Whether `child` (then `grandchild`) on the way down from a loop node runs in every iteration: not a
+    `for`'s target, iterable or `else`, nor a comprehension's first iterable."""
+    if isinstance(loop, cst.For):
+        return child is loop.body
+    if isinstance(loop, cst.While):
+        return child is loop.test or child is loop.body
+    if isinstance(loop, COMPREHENSIONS):
+        return not (child is loop.for_in and grandchild is loop.for_in.iter)
+    return False
+
+
 def _one_actor(model: SemanticModel, submission: Submission, loop: Loop) -> bool:
     """Every call goes to one actor, whatever its class (`buf`, `self.queue`, `get_buffer()`): the actor
     runs them one at a time, so waiting for each costs nothing more. Not for an async or threaded actor
@@ -687,8 +856,8 @@ def _one_actor(model: SemanticModel, submission: Submission, loop: Loop) -> bool
 
 def _blocks_or_reads(method: str | None) -> bool:
     """A method that exists to block (a lock, a barrier), or reads a small fact: asking a group of actors
-    for their ranks one at a time costs milliseconds, not the parallelism the rule is about."""
-    return method in SYNCHRONIZATION_METHODS or is_accessor(method)
+    for their ranks (or their metrics) one at a time costs milliseconds, not the parallelism the rule is about."""
+    return method in SYNCHRONIZATION_METHODS or is_accessor(method) or method in METRIC_READS
 
 
 def _actor_made_here(model: SemanticModel, submission: Submission, site: CallSite) -> bool:
@@ -728,11 +897,26 @@ def _named_actor(model: SemanticModel, handle: cst.BaseExpression, site: CallSit
 
 def _handle_value(model: SemanticModel, handle: cst.BaseExpression, site: CallSite) -> cst.Call | None:
     """The call a handle name was last assigned from (`h = pool.acquire()`), when the module shows one."""
+    value = _bound_value(model, handle, site)
+    return value if isinstance(value, cst.Call) else None
+
+
+def _bound_value(model: SemanticModel, handle: cst.BaseExpression, site: CallSite) -> cst.BaseExpression | None:
+    """The expression a handle name was last assigned, when the module shows one."""
     if not isinstance(handle, cst.Name):
         return None
     binding = model.reaching_binding(handle.value, site.scope, site.index)
-    value = binding.value if binding is not None and binding.kind == "assign" else None
-    return value if isinstance(value, cst.Call) else None
+    return binding.value if binding is not None and binding.kind == "assign" else None
+
+
+def _awaited_handle(model: SemanticModel, submission: Submission) -> bool:
+    """`actor = await pool.acquire.remote()`: an actor fetched by an `await`, as one fetched with `ray.get`
+    (borrowed from a pool: each item's calls form a chain)."""
+    site = model.call_site(submission.call)
+    handle = submission.handle
+    if handle is None and isinstance(submission.call.func, cst.Attribute):
+        handle = submission.call.func.value
+    return site is not None and handle is not None and isinstance(_bound_value(model, handle, site), cst.Await)
 
 
 def _handle_made_by(model: SemanticModel, submission: Submission, loop: Loop, made: Callable[[str], bool]) -> bool:
@@ -772,7 +956,7 @@ def _needs_result(loop: Loop, facts: LoopResults, submitted: cst.Call, receiver:
     return bool(carried_names(loop, keys - dotted, at) & facts.derived or dotted & facts.derived)
 
 
-def _handled_wait(model: SemanticModel, root: cst.CSTNode, get: CallSite) -> bool:
+def _handled_wait(model: SemanticModel, root: cst.CSTNode, get: _Wait) -> bool:
     """A get in an `except` fallback, or a bounded one (`timeout=`) whose failure a `try` handles, as teardown
     and health-check loops do (`try: ray.get(h.shutdown.remote(), timeout=5) except: ray.kill(h)`): each
     wait is bounded and handled on its own on purpose. (A `try` alone is not enough: per-item error
@@ -780,8 +964,7 @@ def _handled_wait(model: SemanticModel, root: cst.CSTNode, get: CallSite) -> boo
     path = model.path_within(root, get.node) or []
     if any(isinstance(node, cst.ExceptHandler) for node in path):
         return True
-    bounded = any(arg.keyword is not None and arg.keyword.value == "timeout" for arg in get.node.args)
-    return bounded and any(isinstance(node, cst.Try) and node.handlers for node in path)
+    return get.bounded and any(isinstance(node, cst.Try) and node.handlers for node in path)
 
 
 def _calls_between(model: SemanticModel, start: int, end: int) -> int:
@@ -795,10 +978,10 @@ def _tears_down(model: SemanticModel, loop: Loop) -> bool:
     return any(loop.contains_index(site.index) for site in model.calls_to("ray.kill"))
 
 
-def _waited_before(model: SemanticModel, get: CallSite, producer: CallSite) -> bool:
+def _waited_before(model: SemanticModel, get: _Wait, producer: CallSite) -> bool:
     """A `ray.wait` with a timeout on the ref between its submission and the get: the code checks
     readiness instead of blocking (a `ray.wait` without a timeout blocks just like the get)."""
-    names = names_read(get.node.args[0].value)
+    names = names_read(get.ref) if get.ref is not None else set()
     for wait in model.calls_to("ray.wait"):
         timeout = next((arg.value for arg in wait.node.args if arg.keyword and arg.keyword.value == "timeout"), None)
         if timeout is None or (isinstance(timeout, cst.Name) and timeout.value == "None"):
@@ -809,7 +992,7 @@ def _waited_before(model: SemanticModel, get: CallSite, producer: CallSite) -> b
     return False
 
 
-def _occurrences(model: SemanticModel, site: CallSite, name: str) -> int:
+def _occurrences(model: SemanticModel, site: _Wait, name: str) -> int:
     """How often `name` appears in the function (or module) that holds `site`."""
     scope = site.scope.function or model.module_scope
     return sum(1 for node in iter_subtree(scope.node) if isinstance(node, cst.Name) and node.value == name)

@@ -8,6 +8,8 @@ model's `analysis` cache, so they go with the model."""
 
 from __future__ import annotations
 
+from typing import Protocol
+
 import libcst as cst
 
 from ray_lint.analyses.loops import SLEEPS
@@ -16,7 +18,6 @@ from ray_lint.python_model import (
     COMPREHENSIONS,
     CONTAINER_MUTATORS,
     EXITS,
-    CallSite,
     Loop,
     PythonModel,
     between,
@@ -31,6 +32,17 @@ from ray_lint.python_model import (
     target_keys,
     target_names,
 )
+
+class Waiting(Protocol):
+    """Where a loop waits for a result: a `ray.get(...)` call site, or an `await` a rule located."""
+
+    @property
+    def node(self) -> cst.CSTNode: ...
+    @property
+    def index(self) -> int: ...
+    @property
+    def statement(self) -> cst.CSTNode | None: ...
+
 
 TIMERS = ("time.time", "time.perf_counter", "time.monotonic", "time.time_ns", "time.perf_counter_ns", "time.monotonic_ns")
 
@@ -47,18 +59,27 @@ class LoopResults:
     - `guarded_nodes`: calls that run only under such a condition, or after an `if` on one that leaves
       the iteration (`if name in seen: continue`);
     - `polls`: the loop sleeps (`time.sleep`, `asyncio.sleep`): a polling loop is sequential by design.
+
+    With `awaits`, the value of any `await` counts as a fetched result too (an ObjectRef is awaitable).
     """
 
     MAX_PASSES = 4
 
     def __init__(
-        self, model: PythonModel, loop: Loop, get_functions: tuple[str, ...], helpers: frozenset[str] = frozenset()
+        self,
+        model: PythonModel,
+        loop: Loop,
+        get_functions: tuple[str, ...],
+        helpers: frozenset[str] = frozenset(),
+        awaits: bool = False,
     ) -> None:
         """`get_functions`: qualified names that fetch a result (`ray.get` and any a rule adds);
-        `helpers`: plain names of the module's own functions that fetch one."""
+        `helpers`: plain names of the module's own functions that fetch one; `awaits`: whether an
+        `await` fetches one too."""
         self.model = model
         self.get_functions = get_functions
         self.helpers = helpers
+        self.awaits = awaits
         self.derived: set[str] = set()
         self.exits_on_result = False
         self.polls = False
@@ -82,6 +103,8 @@ class LoopResults:
         if keys_read(expr) & state:
             return True
         for node in iter_subtree(expr, into_functions=False):
+            if self.awaits and isinstance(node, cst.Await):
+                return True
             if isinstance(node, cst.Call):
                 site = self.model.call_site(node)
                 if site is not None and self.model.call_name(site) in self.get_functions:
@@ -94,7 +117,9 @@ class LoopResults:
         gated = False
         for statement in block_statements(block):
             if gated:  # `if name in known: continue` came first: this runs only under a condition read from a result
-                self.guarded_nodes.update(node for node in iter_subtree(statement, into_functions=False) if isinstance(node, cst.Call))
+                self.guarded_nodes.update(
+                    node for node in iter_subtree(statement, into_functions=False) if isinstance(node, (cst.Call, cst.Await))
+                )
             state = self._visit(statement, state, guarded)
             if isinstance(statement, cst.If) and self._reads_result(statement.test, state) and _leaves_block(statement.body):
                 gated = True
@@ -138,6 +163,8 @@ class LoopResults:
         if isinstance(node, (cst.Break, cst.Return, cst.Raise)) and guarded:
             self.exits_on_result = True
         for inner in iter_subtree(node, into_functions=False):
+            if guarded and isinstance(inner, cst.Await):
+                self.guarded_nodes.add(inner)
             if isinstance(inner, cst.Call):
                 if guarded:
                     self.guarded_nodes.add(inner)
@@ -170,25 +197,30 @@ class _Memos:
     """The per-model memos of this module, kept by `PythonModel.analysis`."""
 
     def __init__(self, model: PythonModel) -> None:
-        self.results: dict[tuple[int, tuple[str, ...], frozenset[str]], LoopResults] = {}
+        self.results: dict[tuple[int, tuple[str, ...], frozenset[str], bool], LoopResults] = {}
         self.attributes_stored: dict[int, set[str | None]] = {}
         self.runs_alone: dict[int, bool] = {}  # by loop: `_runs_alone`
 
 
 def loop_results(
-    model: PythonModel, loop: Loop, get_functions: tuple[str, ...] = ("ray.get",), helpers: frozenset[str] = frozenset()
+    model: PythonModel,
+    loop: Loop,
+    get_functions: tuple[str, ...] = ("ray.get",),
+    helpers: frozenset[str] = frozenset(),
+    awaits: bool = False,
 ) -> LoopResults:
     """What the loop does with the results it fetches (see `LoopResults`); computed once per loop.
-    `helpers`: names of functions in this module that fetch a result themselves."""
+    `helpers`: names of functions in this module that fetch a result themselves; `awaits`: whether an
+    `await` fetches one too."""
     memo = model.analysis(_Memos).results
-    key = (id(loop), get_functions, helpers)
+    key = (id(loop), get_functions, helpers, awaits)
     results = memo.get(key)
     if results is None:
-        results = memo[key] = LoopResults(model, loop, get_functions, helpers)
+        results = memo[key] = LoopResults(model, loop, get_functions, helpers, awaits)
     return results
 
 
-def sequential_by_design(model: PythonModel, loop: Loop, waiting: CallSite, results: LoopResults | None = None) -> bool:
+def sequential_by_design(model: PythonModel, loop: Loop, waiting: Waiting, results: LoopResults | None = None) -> bool:
     """Whether a loop waits for one call at a time on purpose: it always exits in its first
     iteration, or right after the wait; it retries until an attempt succeeds (`try: ...; break`);
     it runs forever with no exit (a consumer: there is no "all" to submit first); it times each
@@ -221,7 +253,7 @@ def _runs_alone(loop: cst.For | cst.While) -> bool:
     return isinstance(loop, cst.While) and is_true(loop.test) and not has_exit(loop.body)
 
 
-def repeats_discarded_call(model: PythonModel, loop: Loop, get: CallSite, call: cst.Call) -> bool:
+def repeats_discarded_call(model: PythonModel, loop: Loop, get: Waiting, call: cst.Call) -> bool:
     """`for _ in range(5): ray.get(f.remote(x))`: the loop makes the same call again and again (no
     argument or receiver changes between iterations) and throws each result away, as warm-ups, stress tests
     and retries do; there is no batch of different work to spread out."""
