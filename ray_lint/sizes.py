@@ -24,6 +24,19 @@ ALLOCATION_TOKENS = (
     "random(", "random_sample(", "uniform(", "normal(", "bytes(", "bytearray(", "' *", '" *', "] *", "* [",
     "*[", "* b'", '* b"', "* '", '* "', "arange(", "linspace(", LARGE_MARKER,
 )
+# Data loaders whose result is usually a dataset: large, though the code does not say how large.
+DATA_LOADERS = (
+    "numpy.load", "numpy.loadtxt", "numpy.genfromtxt", "numpy.fromfile", "pandas.read_csv", "pandas.read_parquet",
+    "pandas.read_feather", "pandas.read_pickle", "pandas.read_hdf", "pandas.read_json", "pandas.read_table",
+    "torch.load", "pickle.load", "joblib.load",
+)
+LOADER_TOKENS = ("load(", "loadtxt(", "genfromtxt(", "fromfile(", "read_")
+LOADERS_OPTION = Option(
+    "large-loaders",
+    list(DATA_LOADERS),
+    "Qualified names of data loaders whose result counts as large, though its size is unknown; [] counts only "
+    "sizes the code shows.",
+)
 # Ray warns when a pickled remote function passes 10**7 bytes (FUNCTION_SIZE_WARN_THRESHOLD).
 LARGE_OBJECT_OPTION = Option(
     "large-object-mb",
@@ -68,13 +81,16 @@ _MAX_DEPTH = 8
 class Size:
     """The size of an object, and the expression that made it."""
 
-    bytes: int | None  # None: marked `# ray-lint: large`, size not known
+    bytes: int | None  # None: marked `# ray-lint: large`, or loaded from a file: size not known
     allocation: cst.BaseExpression
+    loader: str | None = None  # the data loader that made it (`numpy.load`), when a rule asked for loaders
 
     def at_least(self, threshold: int) -> bool:
         return self.bytes is None or self.bytes >= threshold
 
     def describe(self) -> str:
+        if self.loader is not None:
+            return f"loaded by `{self.loader.replace('numpy.', 'np.').replace('pandas.', 'pd.')}`; size unknown"
         if self.bytes is None:
             return "marked `# ray-lint: large`"
         return f"about {format_bytes(self.bytes)}"
@@ -96,10 +112,12 @@ def threshold_bytes(settings: dict[str, object]) -> int:
 
 
 class SizeFolder:
-    """Folds sizes for one module; `size_of` is the way in."""
+    """Folds sizes for one module; `size_of` is the way in. `loaders`: qualified names of functions whose
+    result counts as large though its size is unknown (data loaders, for the rules that ask for them)."""
 
-    def __init__(self, model: SemanticModel) -> None:
+    def __init__(self, model: SemanticModel, loaders: frozenset[str] = frozenset()) -> None:
         self.model = model
+        self.loaders = loaders
 
     def size_of(self, expr: cst.BaseExpression, scope: Scope, at: int, depth: int = 0) -> Size | None:
         if depth > _MAX_DEPTH:
@@ -143,6 +161,8 @@ class SizeFolder:
         name = self.model.qualified_name(func, scope, at) or _builtin(func, self.model, scope, at)
         if name is None:
             return None
+        if name in self.loaders:
+            return Size(None, call, loader=name)
         positional = [arg.value for arg in call.args if arg.keyword is None and not arg.star]
         keywords = {arg.keyword.value: arg.value for arg in call.args if arg.keyword is not None}
         if any(arg.star for arg in call.args):
@@ -299,6 +319,10 @@ def _pickled_scalar_size(expr: cst.BaseExpression) -> int | None:
     return None
 
 
-def size_of(model: SemanticModel, expr: cst.BaseExpression, scope: Scope, at: int) -> Size | None:
-    """The size of the object `expr` holds at event `at`, when the code makes it certain."""
-    return model.analysis(SizeFolder).size_of(expr, scope, at)
+def size_of(
+    model: SemanticModel, expr: cst.BaseExpression, scope: Scope, at: int, loaders: frozenset[str] = frozenset()
+) -> Size | None:
+    """The size of the object `expr` holds at event `at`, when the code makes it certain; with `loaders`,
+    also the result of one of those data loaders, as large of unknown size."""
+    folder = SizeFolder(model, loaders) if loaders else model.analysis(SizeFolder)
+    return folder.size_of(expr, scope, at)

@@ -10,7 +10,7 @@ from ray_lint.diagnostics import Applicability, Severity, line_offsets
 from ray_lint.model import SemanticModel
 from ray_lint.python_model import Binding, CallSite, Loop, Scope, block_statements, root_name
 from ray_lint.rule import Context, FixPlan, Invalid, Rule, Valid
-from ray_lint.sizes import ALLOCATION_TOKENS, LARGE_OBJECT_OPTION, Size, size_of, threshold_bytes
+from ray_lint.sizes import ALLOCATION_TOKENS, LARGE_OBJECT_OPTION, LOADER_TOKENS, LOADERS_OPTION, Size, size_of, threshold_bytes
 
 # Text a file needs for `size_of` to fold anything in it: the allocators `ray_lint.sizes` knows, the
 # repetitions `b"x" * n` / `[0] * n`, and the `# ray-lint: large` marker.
@@ -34,8 +34,8 @@ class LargeArgByValueRepeated(Rule):
     category = "perf"
     fixable = True
     tokens = (".remote(",)
-    also_tokens = ALLOCATION_TOKENS
-    options = (LARGE_OBJECT_OPTION,)
+    also_tokens = ALLOCATION_TOKENS + LOADER_TOKENS
+    options = (LARGE_OBJECT_OPTION, LOADERS_OPTION)
     docs = """
 ## What it does
 Finds a `for` or `while` loop, comprehension or generator expression that calls
@@ -45,7 +45,10 @@ an allocation with a literal shape (`np.zeros((5000, 5000))`, `torch.randn(4096,
 `np.arange(10**7)`, `bytes(50 * 2**20)`, `[0.0] * 10**7`, a comprehension of such allocations
 over `range(50)`, ...) of at least `large-object-mb` megabytes (10 by
 default, the size from which Ray warns about a large remote function), or a value whose line
-says `# ray-lint: large`.
+says `# ray-lint: large`. The result of a data loader (`np.load`, `pd.read_csv`,
+`pd.read_parquet`, `torch.load`, `pickle.load`, ...: the `large-loaders` option) counts as large
+too, though its size is unknown, and the message says so; set `large-loaders = []` to count only
+sizes the code shows.
 
 ## Why is this bad?
 Ray does not deduplicate arguments: every `.remote()` call serializes `X` again and, above
@@ -106,6 +109,19 @@ the file, inside a lambda or a class body, or when the loop does not start its o
 
     VALID = [
         Valid(
+            "import ray\nimport pandas as pd\n\nfor path in paths:\n    frame = pd.read_csv(path)\n    refs.append(clean.remote(frame))\n",
+            "a different file loaded in each iteration: each object is passed once",
+        ),
+        Valid(
+            "import ray\nimport numpy as np\n\nfeatures = np.load('features.npy')\nref = train.remote(features, 0)\n",
+            "loaded data passed once, outside any loop",
+        ),
+        Valid(
+            "import ray\nimport numpy as np\n\nfeatures = ray.put(np.load('features.npy'))\n"
+            "refs = [train.remote(features, seed) for seed in range(8)]\n",
+            "the loaded data is put in the object store once: the loop passes the ref",
+        ),
+        Valid(
             "import ray\nimport numpy as np\ndata = np.zeros((5000, 5000))\nref = process.remote(data)\n",
             "a single call",
         ),
@@ -119,8 +135,8 @@ the file, inside a lambda or a class body, or when the loop does not start its o
             "800 bytes: small arguments are inlined",
         ),
         Valid(
-            "import ray\nimport numpy as np\ndata = np.load('matrix.npy')\nrefs = [process.remote(data, i) for i in range(10)]\n",
-            "size not in the code",
+            "import ray\nimport numpy as np\ndata = np.frombuffer(payload)\nrefs = [process.remote(data, i) for i in range(10)]\n",
+            "size not in the code, and not a data loader",
         ),
         Valid(
             "import ray\nimport numpy as np\nfor i in range(10):\n    chunk = np.zeros((2000, 2000))\n"
@@ -164,6 +180,21 @@ the file, inside a lambda or a class body, or when the loop does not start its o
         ),
     ]
     INVALID = [
+        Invalid(
+            "import ray\nimport numpy as np\n\nfeatures = np.load('features.npy')\n"
+            "refs = [train.remote(features, seed) for seed in range(8)]\n",
+            5,
+            fixed="import ray\nimport numpy as np\n\nfeatures = np.load('features.npy')\nfeatures_ref = ray.put(features)\n"
+            "refs = [train.remote(features_ref, seed) for seed in range(8)]\n",
+            note="data loaded from a file: large, though its size is unknown (`large-loaders`)",
+        ),
+        Invalid(
+            "import ray\nimport pandas as pd\n\ndef run(path, folds):\n    frame = pd.read_parquet(path)\n"
+            "    return [evaluate.remote(frame, k) for k in folds]\n",
+            6,
+            fixed="import ray\nimport pandas as pd\n\ndef run(path, folds):\n    frame = pd.read_parquet(path)\n"
+            "    frame_ref = ray.put(frame)\n    return [evaluate.remote(frame_ref, k) for k in folds]\n",
+        ),
         Invalid(
             "import ray\nimport numpy as np\n\nshards = {i: np.random.rand(2**18) for i in range(50)}\n"
             "refs = [score.remote(shards, k) for k in range(8)]\n",
@@ -238,6 +269,7 @@ the file, inside a lambda or a class body, or when the loop does not start its o
     def check(self, ctx: Context) -> None:
         model = ctx.model
         threshold = threshold_bytes(self.settings)
+        loaders = frozenset(self.settings[LOADERS_OPTION.name])
         ray_imported = model.imports_module("ray")
         for site in model.calls_by_tail.get("remote", ()):
             if site.loop is None:
@@ -248,18 +280,18 @@ the file, inside a lambda or a class body, or when the loop does not start its o
             for arg in site.node.args:
                 if arg.star or not isinstance(arg.value, cst.Name):
                     continue
-                found = _repeated_large_object(model, site, arg.value, threshold)
+                found = _repeated_large_object(model, site, arg.value, threshold, loaders)
                 if found is None:
                     continue
                 binding, size, hoist_before = found
                 name = arg.value.value
-                described = size.describe() if size.bytes is not None else "marked large"
-                message = f"`{name}` ({described}) is passed by value to `{ctx.snippet(site.node.func, limit=24)}()` each iteration"
+                described = "marked large" if size.bytes is None and size.loader is None else size.describe()
+                message = f"`{name}` ({described}) is copied into each `{ctx.snippet(site.node.func, limit=24)}()` call"
                 ctx.report(arg.value, message, _hoist_fix(ctx, site, binding, hoist_before))
 
 
 def _repeated_large_object(
-    model: SemanticModel, site: CallSite, name: cst.Name, threshold: int
+    model: SemanticModel, site: CallSite, name: cst.Name, threshold: int, loaders: frozenset[str]
 ) -> tuple[Binding, Size, Loop] | None:
     """For a name passed to a `.remote()` call in a loop: its binding, its size and the outermost loop in which
     it does not change, when it is large, not a ref, and the call can run more than once with the same object."""
@@ -268,7 +300,7 @@ def _repeated_large_object(
         return None
     if model.ref_origin(name, site.scope, site.index) is not None:
         return None
-    size = size_of(model, name, site.scope, site.index)
+    size = size_of(model, name, site.scope, site.index, loaders)
     if size is None or not size.at_least(threshold):
         return None
     if binding.scope is not _flow_scope(site.scope) and len(binding.scope.bindings[name.value]) != 1:
