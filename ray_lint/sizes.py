@@ -30,6 +30,7 @@ DATA_LOADERS = (
     "pandas.read_feather", "pandas.read_pickle", "pandas.read_hdf", "pandas.read_json", "pandas.read_table",
     "torch.load", "pickle.load", "joblib.load",
 )
+IN_MEMORY_FILES = frozenset({"io.StringIO", "io.BytesIO"})
 LOADER_TOKENS = ("load(", "loadtxt(", "genfromtxt(", "fromfile(", "read_")
 LOADERS_OPTION = Option(
     "large-loaders",
@@ -162,6 +163,9 @@ class SizeFolder:
         if name is None:
             return None
         if name in self.loaders:
+            source = call.args[0].value if call.args else None
+            if isinstance(source, cst.Call) and self.model.qualified_name(source.func, scope, at) in IN_MEMORY_FILES:
+                return None  # parsed from a string or bytes in memory (a request's body): no bigger than that
             return Size(None, call, loader=name)
         positional = [arg.value for arg in call.args if arg.keyword is None and not arg.star]
         keywords = {arg.keyword.value: arg.value for arg in call.args if arg.keyword is not None}

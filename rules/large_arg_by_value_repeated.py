@@ -113,6 +113,11 @@ the file, inside a lambda or a class body, or when the loop does not start its o
             "a different file loaded in each iteration: each object is passed once",
         ),
         Valid(
+            "import io\nimport ray\nimport pandas as pd\n\ndef score(csv_text, models):\n"
+            "    frame = pd.read_csv(io.StringIO(csv_text))\n    return [m.predict.remote(frame) for m in models]\n",
+            "a frame parsed from a request's text in memory, not loaded from a file",
+        ),
+        Valid(
             "import ray\nimport numpy as np\n\nfeatures = np.load('features.npy')\nref = train.remote(features, 0)\n",
             "loaded data passed once, outside any loop",
         ),
