@@ -2,8 +2,9 @@
 
 A rule plans a fix as "replace this node's code with that text" (`rule.FixPlan`). Before the engine
 offers it, `refusal` checks it against the model of the file as written: the fix keeps every comment
-in the code it rewrites, it uses no name that is undefined where it lands, and it removes no binding
-that code outside the rewritten span still reads (a loop variable used after the loop). A fix that
+in the code it rewrites, it uses no name that is undefined where it lands, it removes no binding
+that code outside the rewritten span still reads (a loop variable used after the loop), and it
+leaves no import or local variable unused. A fix that
 fails is not offered at all; the finding stays. `minimal_edit` then trims the replacement to the
 characters that change, so an editor's undo and a reviewer's diff see only those.
 """
@@ -16,13 +17,19 @@ import re
 import textwrap
 from collections import Counter, defaultdict
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from typing import TYPE_CHECKING
-
 from ray_lint.diagnostics import Edit, Fix, Position
-from ray_lint.python_model import Binding, Loop, PythonModel, Scope, comments_in, iter_subtree
+from ray_lint.python_model import (
+    Binding,
+    Loop,
+    PythonModel,
+    Scope,
+    comments_in,
+    iter_subtree,
+)
 
 if TYPE_CHECKING:
     from ray_lint.rule import FixPlan
@@ -168,16 +175,13 @@ def _snippet_model(model: PythonModel, node: cst.CSTNode, text: str) -> PythonMo
     """A model of the replacement on its own: an expression in parentheses, statements dedented from
     the column the node starts at. None when it does not parse alone."""
     if isinstance(node, cst.BaseExpression):
-        candidates = [f"(\n{text}\n)\n"]
+        source = f"(\n{text}\n)\n"
     else:
-        column = model.position(node).start.column
-        candidates = [textwrap.dedent(" " * column + text) + "\n"]
-    for candidate in candidates:
-        try:
-            return PythonModel(cst.parse_module(candidate))
-        except (cst.ParserSyntaxError, RecursionError, ValueError):
-            continue
-    return None
+        source = textwrap.dedent(" " * model.position(node).start.column + text) + "\n"
+    try:
+        return PythonModel(cst.parse_module(source))
+    except (cst.ParserSyntaxError, RecursionError, ValueError):
+        return None
 
 
 def _free_names(snippet: PythonModel) -> set[str]:
