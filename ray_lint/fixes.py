@@ -198,13 +198,11 @@ def _free_names(snippet: PythonModel) -> set[str]:
 
 
 class BindingsByNode:
-    """The binding each binding node makes (a target name, an import alias, a def), the loop of each loop
-    node, and the names read in nested scopes without a binding of their own: tables for the fixes of
-    one file, made once."""
+    """The binding each binding node makes (a target name, an import alias, a def), and the names read in
+    nested scopes without a binding of their own: tables for the fixes of one file, made once."""
 
     def __init__(self, model: PythonModel) -> None:
         self.bindings: dict[int, Binding] = {id(binding.node): binding for binding in model.bindings}
-        self.loops: dict[int, Loop] = {id(loop.node): loop for loop in model.loops}
         self.free_reads: dict[str, list[Scope]] = defaultdict(list)
         for scope in model.scopes[1:]:
             for name in scope.reads:
@@ -221,7 +219,7 @@ def _event_span(model: PythonModel, inside: list[cst.CSTNode], by_node: Bindings
             events.append(binding.index)
         elif isinstance(node, cst.Call) and (site := model.call_site(node)) is not None:
             events.append(site.index)
-        loop = by_node.loops.get(id(node))
+        loop = model.loop_of(node)
         if loop is not None:
             events += [loop.start, loop.end]
     return (min(events), max(events)) if events else None

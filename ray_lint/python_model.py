@@ -64,6 +64,7 @@ AnalysisT = TypeVar("AnalysisT")
 AFTER_ALL = 1 << 62  # an event number after every other: a name then resolves to its last binding in the scope
 # Builtins whose result has as many items as their one argument (`set` may have fewer: not one).
 SIZE_KEEPING = frozenset({"list", "tuple", "sorted", "reversed", "enumerate", "iter"})
+MAX_FOLD_DEPTH = 8  # how many names and operations deep constants are folded
 ModelT = TypeVar("ModelT", bound="PythonModel")
 
 # Methods that change a list, dict, set or deque in place (not `setdefault`: that is how a cache is filled).
@@ -183,6 +184,46 @@ def literal_string(expr: cst.BaseExpression | None) -> str | None:
     if isinstance(expr, (cst.SimpleString, cst.ConcatenatedString)):
         value = expr.evaluated_value
         return value if isinstance(value, str) else None
+    return None
+
+
+def constant_int(
+    model: PythonModel, expr: cst.BaseExpression | None, scope: Scope, at: int, depth: int = 0, *, signed: bool = False
+) -> int | None:
+    """An int the code computes from literals and names bound once to such ints (`N = 10_000`, `2 * N`).
+    Unless `signed`, the result is a count: never negative, with `a << b` folded; when `signed`, `-a` and
+    `a - b` are folded instead (as for `range` bounds)."""
+    if expr is None or depth > MAX_FOLD_DEPTH:
+        return None
+    if isinstance(expr, cst.Integer):
+        value = expr.evaluated_value
+        return value if isinstance(value, int) else None
+    if signed and isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus):
+        inner = constant_int(model, expr.expression, scope, at, depth + 1, signed=signed)
+        return -inner if inner is not None else None
+    if isinstance(expr, cst.Name):
+        binding = model.sole_assignment(expr.value, scope, at)  # rebound somewhere: the value is not certain
+        if binding is None or binding.value is None:
+            return None
+        return constant_int(model, binding.value, binding.scope, binding.index, depth + 1, signed=signed)
+    if isinstance(expr, cst.BinaryOperation):
+        left = constant_int(model, expr.left, scope, at, depth + 1, signed=signed)
+        right = constant_int(model, expr.right, scope, at, depth + 1, signed=signed)
+        if left is None or right is None:
+            return None
+        operator = expr.operator
+        if isinstance(operator, cst.Multiply):
+            return left * right
+        if isinstance(operator, cst.Add):
+            return left + right
+        if signed and isinstance(operator, cst.Subtract):
+            return left - right
+        if isinstance(operator, cst.FloorDivide) and right:
+            return left // right
+        if isinstance(operator, cst.Power) and 0 <= right <= 64:
+            return left**right
+        if not signed and isinstance(operator, cst.LeftShift) and right <= 64:
+            return left << right
     return None
 
 
@@ -493,36 +534,31 @@ class PythonModel:
             iterable, scope = loop.node.iter, loop.scope
         else:  # a comprehension's first iterable is evaluated in the scope around it
             iterable, scope = loop.node.for_in.iter, loop.scope.parent or loop.scope
-        return self._length(iterable, scope, loop.start, 0)
+        return self.iteration_count(iterable, scope, loop.start)
 
-    def _number(self, expr: cst.BaseExpression, scope: Scope, at: int) -> float | None:
-        """A literal number, or a name assigned one once (`ROWS = 300`)."""
-        if isinstance(expr, cst.Name):
-            binding = self.sole_assignment(expr.value, scope, at)
-            return None if binding is None else literal_number(binding.value)
-        return literal_number(expr)
-
-    def _length(self, expr: cst.BaseExpression, scope: Scope, at: int, depth: int) -> int | None:
-        """How many items `expr` has, when the code says so (see `literal_iterations`)."""
+    def iteration_count(self, expr: cst.BaseExpression, scope: Scope, at: int, depth: int = 0) -> int | None:
+        """How many items iterating `expr` (evaluated in `scope` at event `at`) gives, when the code says so:
+        `range(...)` of constant bounds, a literal list or tuple, either through `list(...)`,
+        `enumerate(...)` and the like or through a name assigned one of these once."""
         if depth > 3:
             return None
         if isinstance(expr, (cst.List, cst.Tuple)):
             return None if any(isinstance(e, cst.StarredElement) for e in expr.elements) else len(expr.elements)
         if isinstance(expr, cst.Name):
             binding = self.sole_assignment(expr.value, scope, at)
-            return None if binding is None else self._length(binding.value, binding.scope, binding.index, depth + 1)  # type: ignore[arg-type]
+            return None if binding is None else self.iteration_count(binding.value, binding.scope, binding.index, depth + 1)  # type: ignore[arg-type]
         if not isinstance(expr, cst.Call) or not isinstance(expr.func, cst.Name) or any(arg.keyword or arg.star for arg in expr.args):
             return None
         function, args = expr.func.value, [arg.value for arg in expr.args]
         if self.reaching_binding(function, scope, at) is not None:
             return None  # a function of the module's own, not the builtin
         if function == "range":
-            numbers = [self._number(arg, scope, at) for arg in args]
-            if not 1 <= len(numbers) <= 3 or any(n is None or n != int(n) for n in numbers):
+            bounds = [constant_int(self, arg, scope, at, signed=True) for arg in args]
+            if not 1 <= len(bounds) <= 3 or None in bounds or (len(bounds) == 3 and bounds[2] == 0):
                 return None
-            return len(range(*(int(n) for n in numbers)))  # type: ignore[arg-type]
+            return len(range(*bounds))  # type: ignore[arg-type]
         if function in SIZE_KEEPING and len(args) == 1:
-            return self._length(args[0], scope, at, depth + 1)
+            return self.iteration_count(args[0], scope, at, depth + 1)
         return None
 
     def names_bound_in(self, loop: Loop) -> frozenset[str]:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from ray_lint.model import SemanticModel
-from ray_lint.python_model import LARGE_MARKER, Scope
+from ray_lint.python_model import LARGE_MARKER, MAX_FOLD_DEPTH, Scope, constant_int
 from ray_lint.rule import Option
 
 # Pre-filter tokens of a file that may hold an allocation this module can fold.
@@ -75,7 +75,6 @@ _TORCH_ITEM_SIZES = {
     "complex64": 8, "complex128": 16,
 }
 _BUILTINS = frozenset({"bytes", "bytearray", "float", "int", "bool", "complex"})
-_MAX_DEPTH = 8
 
 
 @dataclass(frozen=True)
@@ -121,7 +120,7 @@ class SizeFolder:
         self.loaders = loaders
 
     def size_of(self, expr: cst.BaseExpression, scope: Scope, at: int, depth: int = 0) -> Size | None:
-        if depth > _MAX_DEPTH:
+        if depth > MAX_FOLD_DEPTH:
             return None
         if isinstance(expr, cst.Name):
             return self._size_of_name(expr.value, scope, at, depth)
@@ -261,46 +260,6 @@ class SizeFolder:
             return None
         library, _, short = name.rpartition(".")
         return sizes.get(short) if library in ("numpy", "torch", "") else None
-
-
-def constant_int(
-    model: SemanticModel, expr: cst.BaseExpression | None, scope: Scope, at: int, depth: int = 0, *, signed: bool = False
-) -> int | None:
-    """An int the code computes from literals and names bound once to such ints (`N = 10_000`, `2 * N`).
-    Unless `signed`, the result is a count: never negative, with `a << b` folded; when `signed`, `-a` and
-    `a - b` are folded instead (as for `range` bounds)."""
-    if expr is None or depth > _MAX_DEPTH:
-        return None
-    if isinstance(expr, cst.Integer):
-        value = expr.evaluated_value
-        return value if isinstance(value, int) else None
-    if signed and isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus):
-        inner = constant_int(model, expr.expression, scope, at, depth + 1, signed=signed)
-        return -inner if inner is not None else None
-    if isinstance(expr, cst.Name):
-        binding = model.sole_assignment(expr.value, scope, at)  # rebound somewhere: the value is not certain
-        if binding is None or binding.value is None:
-            return None
-        return constant_int(model, binding.value, binding.scope, binding.index, depth + 1, signed=signed)
-    if isinstance(expr, cst.BinaryOperation):
-        left = constant_int(model, expr.left, scope, at, depth + 1, signed=signed)
-        right = constant_int(model, expr.right, scope, at, depth + 1, signed=signed)
-        if left is None or right is None:
-            return None
-        operator = expr.operator
-        if isinstance(operator, cst.Multiply):
-            return left * right
-        if isinstance(operator, cst.Add):
-            return left + right
-        if signed and isinstance(operator, cst.Subtract):
-            return left - right
-        if isinstance(operator, cst.FloorDivide) and right:
-            return left // right
-        if isinstance(operator, cst.Power) and 0 <= right <= 64:
-            return left**right
-        if not signed and isinstance(operator, cst.LeftShift) and right <= 64:
-            return left << right
-    return None
 
 
 def _builtin(expr: cst.BaseExpression, model: SemanticModel, scope: Scope, at: int) -> str | None:

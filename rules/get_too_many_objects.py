@@ -7,9 +7,16 @@ import libcst as cst
 
 from ray_lint.diagnostics import Severity
 from ray_lint.model import SemanticModel, Submission
-from ray_lint.python_model import AFTER_ALL, Binding, FunctionInfo, Loop, Scope, block_statements, iter_subtree
+from ray_lint.python_model import (
+    AFTER_ALL,
+    Binding,
+    FunctionInfo,
+    Loop,
+    block_statements,
+    iter_subtree,
+)
 from ray_lint.rule import Context, Invalid, Option, Rule, Valid
-from ray_lint.sizes import constant_int, format_bytes, size_of
+from ray_lint.sizes import format_bytes, size_of
 
 # Calls whose result is a scalar or a short string: such task results are inlined and cheap.
 SMALL_RESULT_CALLS = frozenset({"len", "int", "float", "bool", "round", "abs", "hash", "id", "item"})
@@ -221,7 +228,8 @@ def _count_refs(
     and the node that builds the list: a comprehension over `range(...)` of constant bounds (nested
     `for`s multiply), or a list bound empty and filled by one unconditional `append` in such loops."""
     if isinstance(producer, (cst.ListComp, cst.GeneratorExp)):
-        scope = _enclosing_scope(model, producer)
+        inner = model.comprehension_scope(producer)
+        scope = inner.parent if inner is not None else None
         if scope is None:
             return None
         count = 1
@@ -229,7 +237,7 @@ def _count_refs(
         while comp_for is not None:
             if comp_for.ifs or comp_for.asynchronous is not None:
                 return None
-            length = _range_length(model, comp_for.iter, scope)
+            length = model.iteration_count(comp_for.iter, scope, AFTER_ALL)
             if length is None:
                 return None
             count *= length
@@ -262,7 +270,7 @@ def _count_appended(model: SemanticModel, binding: Binding) -> tuple[int, cst.Ba
             return None
         if not any(s is statement for s in block_statements(node.body)):
             return None  # under a condition, or in a `try`: the count is not certain
-        length = _range_length(model, node.iter, loop.scope, loop.start)
+        length = model.iteration_count(node.iter, loop.scope, loop.start)
         if length is None:
             return None
         count *= length
@@ -274,28 +282,6 @@ def _count_appended(model: SemanticModel, binding: Binding) -> tuple[int, cst.Ba
         origin = model.ref_origin(value, site.scope, site.index)
         value = origin.producer if origin is not None and origin.kind == "ref" else value
     return count, value, binding.node
-
-
-def _enclosing_scope(model: SemanticModel, comprehension: cst.BaseExpression) -> Scope | None:
-    """The scope a comprehension's first iterable is evaluated in (the one around the comprehension)."""
-    for scope in model.scopes:
-        if scope.node is comprehension:
-            return scope.parent
-    return None
-
-
-def _range_length(model: SemanticModel, iterable: cst.BaseExpression, scope: Scope, at: int = AFTER_ALL) -> int | None:
-    """`len(range(...))` when `iterable` is a call of the builtin `range` with constant arguments."""
-    if not isinstance(iterable, cst.Call) or not isinstance(iterable.func, cst.Name) or iterable.func.value != "range":
-        return None
-    if model.reaching_binding("range", scope, at) is not None or not 1 <= len(iterable.args) <= 3:
-        return None
-    if any(arg.star or arg.keyword is not None for arg in iterable.args):
-        return None
-    bounds = [constant_int(model, arg.value, scope, at, signed=True) for arg in iterable.args]
-    if any(bound is None for bound in bounds) or (len(bounds) == 3 and bounds[2] == 0):
-        return None
-    return len(range(*bounds))  # type: ignore[arg-type]
 
 
 def _result_size(model: SemanticModel, submission: Submission) -> int | str:
