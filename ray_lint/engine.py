@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from ray_lint import noqa, pieces
+from ray_lint.analyses.gpu_use import gpu_facts, may_use_gpu
+from ray_lint.analyses.waits import wait_facts
 from ray_lint.diagnostics import FILE_ERROR_CODE, Applicability, Diagnostic, Position, Timings, apply_edits, file_error
 from ray_lint.fixes import offered
 from ray_lint.model import SemanticModel
@@ -96,6 +98,9 @@ def lint_text(
         if provides is not None and ".remote" in text:  # Ray code that the selected rules skip
             with clock("project facts"):
                 provides |= facts_of(text)
+        elif provides is not None and may_use_gpu(text):  # a GPU helper that Ray code elsewhere may call
+            with _collector_paused():
+                _check(text, [], _plain_line, clock, python_tree, project, provides)
         return []
     suppression = noqa.file_suppression(text)
     active = [rule for rule in wanting if not noqa.file_suppresses(suppression, rule.code)]
@@ -215,6 +220,8 @@ def _parse_and_run(
         if provides is not None:
             with clock("project facts"):
                 provides |= set(model.actor_facts())
+                provides |= set(gpu_facts(model, text))
+                provides |= set(wait_facts(model))
                 if may_give(text):
                     provides |= facts_of_calls(model.call_shapes())
         return _run_rules(model, rules, describe_line, clock)

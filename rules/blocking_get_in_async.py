@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from ray_lint.analyses.waits import waiter_called
 from ray_lint.diagnostics import Applicability, Severity
 from ray_lint.model import RemoteDef, SemanticModel
 from ray_lint.python_model import AFTER_ALL, CallSite, Scope, child_nodes, dotted_name, iter_subtree, keys_read, literal_number
@@ -26,11 +27,16 @@ class BlockingGetInAsync(Rule):
     supersedes = ("RAY001",)  # in a coroutine the fix is to await, in a loop or not
     fixable = True
     tokens = ("async def",)
-    also_tokens = ("ray.get", "ray.wait", "import ray as", "from ray import")
+    also_tokens = ("ray.get", "ray.wait", "import ray", "from ray import")
     docs = """
 ## What it does
 Finds a call to `ray.get` or `ray.wait` (through any alias) in the body of an `async def`: an
 async actor method, an async Ray Serve handler, or any other coroutine.
+
+It also finds a call, in a coroutine, of a synchronous function that submits a task or actor call
+and waits for it with `ray.get` (a `*_sync()` client method that wraps `ray.get`, on an object the
+class holds, or a function of the module or of another module of the project): the wait happens
+one call away, on the same event loop. The message names the function that waits.
 
 ## Why is this bad?
 A coroutine runs on an event loop that executes one coroutine at a time and switches only at an
@@ -160,6 +166,14 @@ or a class body), and for a list only when `asyncio` is imported. `ray.wait` has
     ]
     INVALID = [
         Invalid(
+            "import ray\n\nclass Client:\n    def __init__(self, actor):\n        self.actor = actor\n\n"
+            "    def fetch_sync(self, key):\n        return ray.get(self.actor.get.remote(key))\n\n"
+            "@ray.remote\nclass Server:\n    def __init__(self, store):\n        self.client = Client(store)\n\n"
+            "    async def handle(self, key):\n        return self.client.fetch_sync(key)\n",
+            16,
+            note="a synchronous client method that wraps `ray.get`, called in an async actor method",
+        ),
+        Invalid(
             "import asyncio\nimport ray\n\nasync def main(client):\n    beat = asyncio.create_task(client.heartbeat())\n"
             "    print(ray.get(work.remote()))\n    await beat\n\nasyncio.run(main(make_client()))\nray.shutdown()\n",
             6,
@@ -243,6 +257,17 @@ or a class body), and for a list only when `asyncio` is imported. `ray.wait` has
                 if function_name == "ray.get" and _compiled_graph_ref(model, site, compiles_graphs):
                     continue
                 self._report(ctx, site, function_name, coroutine)
+        for site in model.calls:
+            coroutine = _coroutine_of(site.scope) if isinstance(site.node.func, (cst.Name, cst.Attribute)) else None
+            waiter = waiter_called(model, site) if coroutine is not None else None
+            if waiter is None or _runs_alone(model, coroutine):  # type: ignore[arg-type]
+                continue
+            where = f" ({ctx.line_of(waiter.get.node)})" if waiter.get is not None else ""
+            ctx.report(
+                site.node,
+                f"`{ctx.snippet(site.node.func, 24)}()` blocks the event loop on `ray.get` in `{waiter.name}`{where}",
+                requires=waiter.requires,
+            )
 
     def _report(self, ctx: Context, site: CallSite, function_name: str, coroutine: Scope) -> None:
         model = ctx.model

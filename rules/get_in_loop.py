@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from ray_lint.analyses.actor_state import is_accessor, returns_stored_state
+from ray_lint.analyses.actor_state import blocks_or_reads, returns_stored_state
 from ray_lint.analyses.loop_dependence import (
     LoopResults,
     carried_names,
@@ -17,6 +17,7 @@ from ray_lint.analyses.loop_dependence import (
     repeats_discarded_call,
     sequential_by_design,
 )
+from ray_lint.analyses.waits import waited_before, waiter_called, waiting_functions
 from ray_lint.diagnostics import Applicability, Severity
 from ray_lint.experiment import (
     Experiment,
@@ -34,21 +35,15 @@ from ray_lint.python_model import (
     comments_in,
     AFTER_ALL,
     CallSite,
-    FunctionInfo,
     Loop,
     Scope,
     block_statements,
     iter_subtree,
     keys_read,
-    names_read,
     scope_within,
 )
 from ray_lint.rule import Context, FixPlan, Invalid, Option, Rule, Valid
 
-# Actor methods that exist to block: waiting on them one at a time is the point (a lock, a barrier).
-SYNCHRONIZATION_METHODS = frozenset({"acquire", "release", "lock", "unlock", "wait", "barrier", "notify", "notify_all", "signal"})
-# Reads of counters an actor keeps (`get_metrics`): a small dict of numbers, like the accessors' small facts.
-METRIC_READS = frozenset({"get_metrics", "get_stats", "metrics", "stats"})
 # Other work a loop does between submitting a task and waiting for it beyond which the task overlaps
 # with that work on purpose (a training step that fetches a reward it started early).
 OVERLAPPED_CALLS = 5
@@ -133,7 +128,8 @@ class GetInLoop(Rule):
     severity = Severity.WARNING
     category = "perf"
     fixable = True
-    tokens = (".remote(",)
+    # a module that imports Ray may call, in a loop, a function of another module that waits on Ray
+    tokens = (".remote(", "import ray", "from ray")
     experiment = GetInLoopExperiment()
     options = (
         Option(
@@ -202,10 +198,17 @@ ray-lint stays silent when the loop cannot be parallel or is already right:
 
 Test files (`test-files`) are not checked: a get per worker in a test of three workers is noise.
 
-It also follows one level of helper: a loop that calls a module-level function of the same
-file which submits a task and waits for it (outside any loop of its own) is reported at the
-call in the loop: have the helper return the ref, and call `ray.get` once after the loop. A
-helper that waits on an actor it was handed (a counter, a buffer) is not reported.
+It also follows one call: a loop that calls a function which submits a task and waits for it
+(outside any loop of its own) is reported at the call in the loop, with the function's name: a
+module-level function of the same file or imported from another module of the project
+(`fetch(x)`), or a method of a plain class called on each element of a list or dict of its
+instances (`[w.get_attr(k) for w in self.workers]`, where `RayWorker.get_attr` does
+`ray.get(self.actor.get_attr.remote(k))`). Have the function return the ref, and call `ray.get`
+once after the loop. Not reported: a function that waits on an actor it was handed (a counter,
+a buffer), a method called on one object (its calls go to one actor), and a function that reads a
+small fact (`get_master_port`, or a method like `get_rank` on the actor). A function of another
+module is known from the project's facts (`waits:<name>`), so it is found when that module is
+linted in the same run, and only in modules that import Ray.
 
 The diagnostic is reported on the line of the `ray.get` call (or of the `await`, or of the helper
 call); put a `# noqa: RAY001` there.
@@ -247,6 +250,19 @@ the statement that replaces it.
 """
 
     VALID = [
+        Valid(
+            "import ray\n\n@ray.remote\nclass Env:\n    def step(self, a):\n        return a\n\n"
+            "class Worker:\n    def __init__(self):\n        self.actor = Env.remote()\n\n"
+            "    def step(self, a):\n        return ray.get(self.actor.step.remote(a))\n\n"
+            "w = Worker()\nfor a in actions:\n    print(w.step(a))\n",
+            "one wrapper object: its calls go to one actor, one at a time whatever the loop does",
+        ),
+        Valid(
+            "import ray\n\nclass Worker:\n    def __init__(self):\n        self.actor = Env.remote()\n\n"
+            "    def get_port(self):\n        return ray.get(self.actor.port.remote())\n\n"
+            "workers = [Worker() for _ in range(4)]\nports = [w.get_port() for w in workers]\n",
+            "a wrapper that reads a small fact (a port) from each actor",
+        ),
         Valid("import ray\nrefs = [f.remote(x) for x in xs]\nresults = ray.get(refs)\n", "one get after submitting all"),
         Valid("import ray\nrefs = [f.remote(x) for x in xs]\nfor r in refs:\n    print(ray.get(r))\n", "refs built before the loop"),
         Valid("import ray\nfor v in ray.get([f.remote(x) for x in xs]):\n    print(v)\n", "get in the iterable runs once"),
@@ -446,6 +462,14 @@ the statement that replaces it.
     ]
     INVALID = [
         Invalid(
+            "import ray\n\n@ray.remote\nclass Env:\n    def step(self, a):\n        return a\n\n"
+            "class Worker:\n    def __init__(self):\n        self.actor = Env.remote()\n\n"
+            "    def step(self, a):\n        return ray.get(self.actor.step.remote(a))\n\n"
+            "workers = [Worker() for _ in range(4)]\nresults = [w.step(1) for w in workers]\n",
+            16,
+            note="a wrapper method that waits on its own actor, called for each wrapper of a list",
+        ),
+        Invalid(
             "import ray\n\nasync def run(actors, items):\n    values = []\n    for a, i in zip(actors, items):\n"
             "        values.append(await a.work.remote(i))\n    return values\n",
             6,
@@ -561,15 +585,16 @@ the statement that replaces it.
         model = ctx.model
         get_functions = ("ray.get", *self.settings["extra-get-functions"])
         gets = sorted((site for name in get_functions for site in model.calls_to(name)), key=lambda site: site.index)
-        helpers = self._blocking_helpers(model, gets)
-        helper_names = frozenset(info.node.name.value for info, _ in helpers.values())
+        waiting = waiting_functions(model)
+        helper_names = frozenset(key for key, _ in waiting.values() if "." not in key)
         for get in gets:
             if get.loop is not None:
                 self._check_wait(ctx, _Wait.of_get(get), get_functions, helper_names)
         for wait in _awaits_in_loops(model):
             self._check_wait(ctx, wait, get_functions, helper_names)
-        for info, inner_get in helpers.values():
-            self._check_helper_calls(ctx, info, inner_get, get_functions, helper_names)
+        for site in model.calls:
+            if site.loop is not None and isinstance(site.node.func, (cst.Name, cst.Attribute)):
+                self._check_waiter_call(ctx, site, get_functions, helper_names)
 
     def _check_wait(self, ctx: Context, get: _Wait, get_functions: tuple[str, ...], helpers: frozenset[str]) -> None:
         """A `ray.get` or an `await` in a loop: the same checks for both, and a fix only for the get."""
@@ -581,7 +606,7 @@ the statement that replaces it.
             return
         submission, producer, origin = found
         if submission.kind == "actor-method" and (
-            _blocks_or_reads(submission.method) or returns_stored_state(model, submission.remote, submission.method)
+            blocks_or_reads(submission.method) or returns_stored_state(model, submission.remote, submission.method)
         ):
             return
         created_in = origin.binding.loop if origin.binding is not None else producer.loop
@@ -604,7 +629,7 @@ the statement that replaces it.
             return
         if self._is_sequential(model, loop, facts, submission.call, submission.handle, producer.index, get.node):
             return
-        if _waited_before(model, get, producer) or _handled_wait(model, loop.node, get) or _tears_down(model, loop):
+        if waited_before(model, get.ref, get.scope, get.index, producer) or _handled_wait(model, loop.node, get) or _tears_down(model, loop):
             return
         if _calls_between(model, producer.index, get.index) > OVERLAPPED_CALLS:
             return  # the task runs while the iteration does other work: already overlapped
@@ -628,48 +653,30 @@ the statement that replaces it.
             return None
         return submission, producer, origin
 
-    def _blocking_helpers(self, model: SemanticModel, gets: list[CallSite]) -> dict[int, tuple[FunctionInfo, CallSite]]:
-        """Module-level synchronous functions that submit a task and wait for it, outside any loop of their
-        own: calling one in a loop is the same mistake, one level down."""
-        helpers: dict[int, tuple[FunctionInfo, CallSite]] = {}
-        for get in gets:
-            scope = get.scope.function
-            if get.loop is not None or scope is None or scope.kind != "function" or get.scope is not scope:
-                continue
-            info = model.function_info(scope.node)  # type: ignore[arg-type]
-            if info is None or info.parent_scope is not model.module_scope or info.is_async or model.remote_of_scope(scope):
-                continue
-            found = self._submitted_ref(model, _Wait.of_get(get))
-            if found is None or found[1].scope is not scope or found[1].loop is not None:
-                continue
-            submission = found[0]
-            if submission.kind == "actor-method" and not _actor_made_here(model, submission, found[1]):
-                continue  # the caller's actor (a counter, a buffer): its calls queue on it whatever the caller does
-            if not _waited_before(model, _Wait.of_get(get), found[1]):
-                helpers.setdefault(id(info.node), (info, get))
-        return helpers
-
-    def _check_helper_calls(
-        self, ctx: Context, info: FunctionInfo, inner_get: CallSite, get_functions: tuple[str, ...], helpers: frozenset[str]
-    ) -> None:
+    def _check_waiter_call(self, ctx: Context, site: CallSite, get_functions: tuple[str, ...], helpers: frozenset[str]) -> None:
+        """A call in a loop of a function that submits a task and waits for it (`fetch(x)`, or
+        `w.get_attr(k)` over a list of wrappers whose method gets from its own actor): the same mistake,
+        one call away, in this module or another of the project."""
         model = ctx.model
-        name = info.node.name.value
-        for site in model.calls_by_tail.get(name, ()):
-            if site.loop is None or not isinstance(site.node.func, cst.Name) or scope_within(site.scope, info.scope):
-                continue
-            binding = model.reaching_binding(name, site.scope, site.index)
-            if binding is None or binding.node is not info.node:
-                continue
-            facts = loop_results(model, site.loop, get_functions, helpers)
-            if sequential_by_design(model, site.loop, site, facts):
-                continue
-            if self._is_sequential(model, site.loop, facts, site.node, None, site.index, site.node):
-                continue
-            ctx.report(
-                site.node,
-                f"`{name}()` waits for its task ({ctx.line_of(inner_get.node)}), so this loop runs the tasks one at a time",
-                facts=LoopFacts(model.literal_iterations(site.loop)),
-            )
+        func = site.node.func
+        if isinstance(func, cst.Attribute) and not isinstance(func.value, (cst.Name, cst.Subscript)):
+            return
+        waiter = waiter_called(model, site, instances_only=True)
+        if waiter is None or (waiter.get is not None and scope_within(site.scope, waiter.get.scope)):
+            return
+        facts = loop_results(model, site.loop, get_functions, helpers)
+        if sequential_by_design(model, site.loop, site, facts):
+            return
+        if self._is_sequential(model, site.loop, facts, site.node, None, site.index, site.node):
+            return
+        where = f" ({ctx.line_of(waiter.get.node)})" if waiter.get is not None else ""
+        called = ctx.snippet(func, 24)
+        ctx.report(
+            site.node,
+            f"`{called}()` waits on `ray.get` in `{waiter.name}`{where} in each iteration",
+            facts=LoopFacts(model.literal_iterations(site.loop)),
+            requires=waiter.requires,
+        )
 
     def _is_sequential(
         self,
@@ -854,12 +861,6 @@ def _one_actor(model: SemanticModel, submission: Submission, loop: Loop) -> bool
     return True
 
 
-def _blocks_or_reads(method: str | None) -> bool:
-    """A method that exists to block (a lock, a barrier), or reads a small fact: asking a group of actors
-    for their ranks (or their metrics) one at a time costs milliseconds, not the parallelism the rule is about."""
-    return method in SYNCHRONIZATION_METHODS or is_accessor(method) or method in METRIC_READS
-
-
 def _actor_made_here(model: SemanticModel, submission: Submission, site: CallSite) -> bool:
     """Whether the call goes to an actor the same function created (`a = Worker.remote(); ray.get(a.f.remote())`)."""
     made = _handle_value(model, submission.handle, site) if submission.handle is not None else None
@@ -976,20 +977,6 @@ def _calls_between(model: SemanticModel, start: int, end: int) -> int:
 def _tears_down(model: SemanticModel, loop: Loop) -> bool:
     """The loop kills actors: a teardown loop, where each actor is closed, then killed, in turn."""
     return any(loop.contains_index(site.index) for site in model.calls_to("ray.kill"))
-
-
-def _waited_before(model: SemanticModel, get: _Wait, producer: CallSite) -> bool:
-    """A `ray.wait` with a timeout on the ref between its submission and the get: the code checks
-    readiness instead of blocking (a `ray.wait` without a timeout blocks just like the get)."""
-    names = names_read(get.ref) if get.ref is not None else set()
-    for wait in model.calls_to("ray.wait"):
-        timeout = next((arg.value for arg in wait.node.args if arg.keyword and arg.keyword.value == "timeout"), None)
-        if timeout is None or (isinstance(timeout, cst.Name) and timeout.value == "None"):
-            continue
-        between = producer.index < wait.index < get.index and wait.scope is get.scope
-        if between and any(names_read(arg.value) & names for arg in wait.node.args):
-            return True
-    return False
 
 
 def _occurrences(model: SemanticModel, site: _Wait, name: str) -> int:

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import libcst as cst
 
+from ray_lint.analyses.gpu_use import gpu_uses
 from ray_lint.diagnostics import Applicability, Severity
 from ray_lint.experiment import (
     EvidenceExperiment,
@@ -16,16 +16,10 @@ from ray_lint.experiment import (
     Variant,
     script,
 )
-from ray_lint.model import RemoteDef, SemanticModel
+from ray_lint.model import RemoteDef
 from ray_lint.project import given
-from ray_lint.python_model import child_nodes, literal_string
 from ray_lint.rule import Context, FixPlan, Invalid, Rule, Valid
 
-# `torch.cuda` functions that only ask whether a GPU is there.
-PROBES = frozenset({"is_available", "device_count", "is_initialized"})
-# Keywords that hand GPU settings to Ray Train or Ray Data, which schedule the GPU work themselves.
-DELEGATING_KEYWORDS = frozenset({"num_gpus", "use_gpu", "resources_per_worker", "accelerator_type"})
-GPU_WORDS = ("cuda", "gpu")
 
 
 GPU_PROBE = """
@@ -83,6 +77,15 @@ Finds a remote function or actor class whose code uses a GPU directly (`.cuda()`
 `tf.device("/GPU:0")`, `jax.devices("gpu")`, or an index into `ray.get_gpu_ids()`, which is empty
 without a GPU request and raises IndexError) while neither its decorator nor any
 `.options(...)` call on it in the module requests `num_gpus` (or `resources={"GPU": ...}`).
+
+The GPU use may be one call away: a function of the module that the task (or an actor method)
+calls, a method of the actor called on `self`, a `@cuda.jit` kernel launched as
+`kernel[blocks, threads](a)`, or a function imported from another module of the project that
+uses the GPU itself (followed up to three calls deep within a module). The message names the
+helper. A helper that picks the GPU only when there is one (`"cuda" if torch.cuda.is_available()
+else "cpu"`), or a call under a condition about GPUs, does not count. Another module's helper is
+known from the project's facts (`gpu:<name>`), so it is found when that module is linted in the
+same run.
 
 ## Why is this bad?
 Ray schedules by the resources a task requests, and `num_gpus` is what tells it a task needs
@@ -169,8 +172,46 @@ task that used several GPUs needs a larger number.
             "group = WorkerGroup(RayClassWithInitArgs(cls=Worker), resource_pool)\n",
             "the class is handed to code that sets its options (a worker-group factory)",
         ),
+        Valid(
+            "import ray\nimport torch\n\ndef pick_device():\n    return 'cuda' if torch.cuda.is_available() else 'cpu'\n\n"
+            "@ray.remote\ndef f(x):\n    return x.to(pick_device())\n",
+            "a helper that picks the GPU only when there is one",
+        ),
+        Valid(
+            "import ray\n\ndef warm(m):\n    return m.cuda()\n\n@ray.remote\ndef f(m, use_gpu):\n"
+            "    if use_gpu:\n        m = warm(m)\n    return m\n",
+            "a GPU helper called only under a condition about GPUs",
+        ),
+        Valid(
+            "import ray\nfrom .prep import normalize\n\n@ray.remote\ndef f(x):\n    return normalize(x)\n",
+            "an imported helper that no module of the project says uses a GPU",
+        ),
     ]
     INVALID = [
+        Invalid(
+            "import ray\nimport torch\n\ndef load_model(path):\n    model = torch.load(path)\n    return model.cuda()\n\n"
+            "@ray.remote\ndef predict(path, x):\n    model = load_model(path)\n    return model(x)\n",
+            8,
+            fixed="import ray\nimport torch\n\ndef load_model(path):\n    model = torch.load(path)\n    return model.cuda()\n\n"
+            "@ray.remote(num_gpus=1)\ndef predict(path, x):\n    model = load_model(path)\n    return model(x)\n",
+            note="the GPU is used one call away, in a helper of the module",
+        ),
+        Invalid(
+            "import ray\n\ndef build(cfg):\n    return Net(cfg).to('cuda')\n\n@ray.remote\nclass Policy:\n"
+            "    def __init__(self, cfg):\n        self.net = build(cfg)\n",
+            6,
+            fixed="import ray\n\ndef build(cfg):\n    return Net(cfg).to('cuda')\n\n@ray.remote(num_gpus=1)\nclass Policy:\n"
+            "    def __init__(self, cfg):\n        self.net = build(cfg)\n",
+            note="an actor whose model is moved to the GPU by a helper",
+        ),
+        Invalid(
+            "import ray\nfrom numba import cuda\n\n@cuda.jit\ndef add_one(a):\n    i = cuda.grid(1)\n    if i < a.size:\n"
+            "        a[i] += 1\n\n@ray.remote\ndef run(a):\n    add_one[32, 128](a)\n    return a\n",
+            10,
+            fixed="import ray\nfrom numba import cuda\n\n@cuda.jit\ndef add_one(a):\n    i = cuda.grid(1)\n    if i < a.size:\n"
+            "        a[i] += 1\n\n@ray.remote(num_gpus=1)\ndef run(a):\n    add_one[32, 128](a)\n    return a\n",
+            note="a Numba CUDA kernel launched from the task",
+        ),
         Invalid(
             "import ray\nimport os\n@ray.remote\ndef train(config):\n    gpu = ray.get_gpu_ids()[0]\n"
             "    os.environ['LOCAL_GPU'] = str(gpu)\n    return config\n",
@@ -222,33 +263,18 @@ task that used several GPUs needs a larger number.
         for remote in model.remote_defs:
             if model.gpu_request(remote) != "none":
                 continue
-            marker = next(self._gpu_uses(model, remote), None)
-            if marker is None:
+            use = next((use for function in model.remote_functions(remote) for use in gpu_uses(model, function)), None)
+            if use is None:
                 continue
             what = "actor" if remote.kind == "actor" else "task"
-            message = f"{what} `{remote.name}` uses a GPU on {ctx.line_of(marker)} (`{ctx.snippet(marker, 24)}`) without `num_gpus`"
-            ctx.report(remote.declared_at, message, self._fix(ctx, remote), unless=given("num_gpus", remote.name))
-
-    def _gpu_uses(self, model: SemanticModel, remote: RemoteDef) -> Iterator[cst.Call]:
-        """Calls in the body that use a GPU, skipping code under a condition about GPUs, nested
-        functions, and calls that hand GPU settings to Ray Train or Ray Data."""
-        for function in model.remote_functions(remote):
-            stack: list[cst.CSTNode] = [function.node.body]
-            while stack:
-                node = stack.pop()
-                if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
-                    continue
-                if isinstance(node, (cst.If, cst.IfExp, cst.While)) and _mentions_gpu(node.test):
-                    continue
-                if isinstance(node, cst.Subscript) and _indexes_gpu_ids(model, node):
-                    yield node.value  # type: ignore[misc]
-                    continue
-                if isinstance(node, cst.Call):
-                    if any(arg.keyword is not None and arg.keyword.value in DELEGATING_KEYWORDS for arg in node.args):
-                        continue
-                    if _uses_gpu(model, node):
-                        yield node
-                stack.extend(reversed(list(child_nodes(node))))
+            if use.helper is None:
+                where = f"on {ctx.line_of(use.marker)} (`{ctx.snippet(use.marker, 24)}`)"
+            elif use.requires:  # another module's function: its name says where
+                where = f"in `{use.helper}`"
+            else:
+                where = f"in `{use.helper}` ({ctx.line_of(use.marker)})"
+            message = f"{what} `{remote.name}` uses a GPU {where} without `num_gpus`"
+            ctx.report(remote.declared_at, message, self._fix(ctx, remote), unless=given("num_gpus", remote.name), requires=use.requires)
 
     def _fix(self, ctx: Context, remote: RemoteDef) -> FixPlan | None:
         """`num_gpus=1` in the decorator or `ray.remote(...)` call, unless some `.options` sets it to 0."""
@@ -272,64 +298,3 @@ task that used several GPUs needs a larger number.
 
 def _plan(node: cst.CSTNode, text: str) -> FixPlan:
     return FixPlan("Request one GPU: `num_gpus=1`", ((node, text),), Applicability.UNSAFE)
-
-
-def _uses_gpu(model: SemanticModel, call: cst.Call) -> bool:
-    func = call.func
-    if isinstance(func, cst.Attribute) and func.attr.value == "cuda":
-        return True
-    first = call.args[0].value if call.args and call.args[0].keyword is None else None
-    if isinstance(func, cst.Attribute) and func.attr.value == "to" and _is_cuda(first):
-        return True
-    if any(arg.keyword is not None and arg.keyword.value == "device" and _is_cuda(arg.value) for arg in call.args):
-        return True
-    site = model.call_site(call)
-    name = model.call_name(site) if site is not None else None
-    if name is None:
-        return False
-    if name.startswith("torch.cuda."):
-        return name.split(".")[2] not in PROBES
-    if name.startswith(("cupy.", "numba.cuda.")) or name == "cupy":
-        return True
-    text = (literal_string(first) or "").lower()
-    if name == "torch.device":
-        return text.startswith("cuda")
-    if name == "tensorflow.device":
-        return "gpu" in text
-    if name == "jax.devices":
-        return text in ("gpu", "cuda")
-    return False
-
-
-def _indexes_gpu_ids(model: SemanticModel, subscript: cst.Subscript) -> bool:
-    """`ray.get_gpu_ids()[0]`: the id of a GPU Ray assigned, which a task without `num_gpus` does not get
-    (the list is empty, and the index raises IndexError)."""
-    call = subscript.value
-    if not isinstance(call, cst.Call):
-        return False
-    site = model.call_site(call)
-    return site is not None and model.call_name(site) == "ray.get_gpu_ids"
-
-
-def _is_cuda(expr: cst.BaseExpression | None) -> bool:
-    return (literal_string(expr) or "").lower().startswith("cuda")
-
-
-def _mentions_gpu(test: cst.BaseExpression) -> bool:
-    """A condition about GPUs (`torch.cuda.is_available()`, `use_gpu`, `device == "cuda"`): the code
-    under it has a CPU path."""
-    stack: list[cst.CSTNode] = [test]
-    while stack:
-        node = stack.pop()
-        text = None
-        if isinstance(node, cst.Name):
-            text = node.value
-        elif isinstance(node, cst.Attribute):
-            text = node.attr.value
-        elif isinstance(node, cst.SimpleString):
-            text = literal_string(node)
-        if text is not None and any(word in text.lower() for word in GPU_WORDS):
-            return True
-        stack.extend(child_nodes(node))
-    return False
-

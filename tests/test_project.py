@@ -191,3 +191,59 @@ def test_one_finding_per_problem(run, tmp_path):
     # a get in a loop inside a coroutine: RAY006 (await it) says more than RAY001 (batch it)
     write(tmp_path, {"serve.py": "import ray\n\nasync def handle(xs):\n    return [ray.get(f.remote(x)) for x in xs]\n"})
     assert codes(check(run, tmp_path, "--select", "RAY001,RAY006", ".")) == [("serve.py", "RAY006", 4)]
+
+
+# ---------------------------------------------------------------------------- effects one call away
+
+WRAPPERS = (
+    "import ray\n\n"
+    "@ray.remote\n"
+    "class EnvActor:\n"
+    "    def step(self, action):\n"
+    "        return action\n\n"
+    "    def get_rank(self):\n"
+    "        return 0\n\n"
+    "class RayWorker:\n"
+    "    def __init__(self, seed):\n"
+    "        self.actor = EnvActor.remote()\n\n"
+    "    def step(self, action):\n"
+    "        return ray.get(self.actor.step.remote(action))\n\n"
+    "    def rank(self):\n"
+    "        return ray.get(self.actor.get_rank.remote())\n\n"
+    "def to_gpu(model):\n"
+    "    return model.cuda()\n"
+)
+CALLERS = (
+    "import ray\n"
+    "from envs.wrappers import RayWorker, to_gpu\n\n"
+    "class VecEnv:\n"
+    "    def __init__(self, n):\n"
+    "        self.workers = [RayWorker(i) for i in range(n)]\n\n"
+    "    def step(self, actions):\n"
+    "        return [w.step(a) for w, a in zip(self.workers, actions)]\n\n"  # line 9: each call waits
+    "    def ranks(self):\n"
+    "        return [w.rank() for w in self.workers]\n\n"  # a small fact: not reported
+    "@ray.remote\n"  # line 14: a task that uses the GPU through `to_gpu`
+    "def train(model):\n"
+    "    return to_gpu(model)\n\n"
+    "class Server:\n"
+    "    def __init__(self):\n"
+    "        self.worker = RayWorker(0)\n\n"
+    "    async def handle(self, action):\n"
+    "        return self.worker.step(action)\n"  # line 23: blocks the event loop
+)
+
+
+def test_effects_one_call_away_in_another_module(run, tmp_path):
+    write(tmp_path, {"pyproject.toml": "", "envs/__init__.py": "", "envs/wrappers.py": WRAPPERS, "envs/callers.py": CALLERS})
+    found = codes(check(run, tmp_path, "."))
+    assert found == [("envs/callers.py", "RAY001", 9), ("envs/callers.py", "RAY006", 23), ("envs/callers.py", "RAY040", 14)]
+    messages = [d["message"] for d in json.loads(check(run, tmp_path, ".").stdout)]
+    assert any("`RayWorker.step`" in message for message in messages)
+    assert any("`envs.wrappers.to_gpu`" in message for message in messages)
+
+
+def test_effects_one_call_away_need_the_other_module(run, tmp_path):
+    """Without the module that waits (or uses the GPU), nothing says the call does: no finding."""
+    write(tmp_path, {"pyproject.toml": "", "envs/__init__.py": "", "envs/callers.py": CALLERS})
+    assert codes(check(run, tmp_path, ".")) == []

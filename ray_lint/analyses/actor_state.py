@@ -21,6 +21,10 @@ MUTATING_METHODS = frozenset(
         "set_weights", "set_state", "copy_", "add_", "mul_", "zero_", "fill_",
     }
 )
+# Actor methods that exist to block: waiting on them one at a time is the point (a lock, a barrier).
+SYNCHRONIZATION_METHODS = frozenset({"acquire", "release", "lock", "unlock", "wait", "barrier", "notify", "notify_all", "signal"})
+# Reads of counters an actor keeps (`get_metrics`): a small dict of numbers, like the accessors' small facts.
+METRIC_READS = frozenset({"get_metrics", "get_stats", "metrics", "stats"})
 # Actor methods that read a small fact (`get_rank`, `is_ready`, `ping`), by Python's naming habits:
 # a round trip of milliseconds that returns an address, a rank or a flag, not bulk data or compute.
 ACCESSORS = frozenset({"ping", "ready", "health", "health_check", "status", "rank", "address", "node_ip"})
@@ -31,6 +35,12 @@ SMALL_FACTS = frozenset(
         "world", "coordinator", "location", "ready", "alive", "healthy", "metadata",
     }
 )
+
+
+def blocks_or_reads(method: str | None) -> bool:
+    """A method that exists to block (a lock, a barrier), or reads a small fact: asking a group of actors
+    for their ranks (or their metrics) one at a time costs milliseconds, not the parallelism lost to waits."""
+    return method in SYNCHRONIZATION_METHODS or is_accessor(method) or method in METRIC_READS
 
 
 def is_accessor(method: str | None) -> bool:

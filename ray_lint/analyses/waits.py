@@ -1,0 +1,270 @@
+"""Functions that wait on Ray: a function or method that submits a task or an actor call and blocks on
+its result with `ray.get` each time it runs (`def get_attr(self, k): return ray.get(self.actor.get.remote(k))`).
+
+Calling one in a loop waits once per iteration, as a `ray.get` in the loop would (RAY001); calling one
+in a coroutine blocks its event loop (RAY006). A function counts when the get is in its own body,
+outside any loop of its own (a loop inside it is RAY001's own finding there), on a ref submitted in the
+same body, to a task, to an actor the function creates, or, for a method, to an actor the object holds
+(`self.actor`): not to an actor the caller hands in (its calls queue on that actor whatever the caller
+does), not to a method that blocks on purpose or reads a small fact (`blocks_or_reads`), not in a function
+whose own name says it reads one (`get_master_port`), and not after a `ray.wait` with a timeout on the
+same ref.
+
+Keys are `name` for a module-level function and `Class.name` for a method of a plain class (not an actor:
+its methods run in a worker). Other modules learn them through the project facts `waits:<key>`
+(`wait_facts`), and `waiter_called` resolves a call to one: a function of this module or imported
+(`from .client import fetch`), a method of `self`, or of the instances of a class held in a list or dict
+(`for w in self.workers: w.get_attr(k)`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import libcst as cst
+
+from ray_lint.analyses.actor_state import blocks_or_reads, is_accessor
+from ray_lint.model import SemanticModel
+from ray_lint.python_model import AFTER_ALL, Binding, CallSite, ClassInfo, FunctionInfo, Scope, names_read, root_name
+
+MAX_DEPTH = 4  # how many assignments a collection of instances is followed through
+
+
+@dataclass(frozen=True)
+class Waiter:
+    """A function that waits on Ray, as a call site sees it."""
+
+    name: str  # `fetch`, `Client.fetch`, or the imported qualified name
+    get: CallSite | None = None  # the `ray.get`, when this module holds the function
+    requires: tuple[str, ...] = ()  # the project facts it needs when another module holds it
+
+
+def waiting_functions(model: SemanticModel) -> dict[int, tuple[str, CallSite]]:
+    """The module's functions and methods that wait on Ray, by the id of their `def`: (key, the get)."""
+    return model.analysis(_Waiting).functions
+
+
+def wait_facts(model: SemanticModel) -> Iterator[str]:
+    """`waits:<key>` for each function or method of the module that waits on Ray."""
+    for key, _ in waiting_functions(model).values():
+        yield f"waits:{key}"
+
+
+def waited_before(model: SemanticModel, ref: cst.BaseExpression | None, scope: Scope, at: int, producer: CallSite) -> bool:
+    """A `ray.wait` with a timeout on the ref between its submission and the get: the code checks
+    readiness instead of blocking (a `ray.wait` without a timeout blocks just like the get)."""
+    names = names_read(ref) if ref is not None else set()
+    for wait in model.calls_to("ray.wait"):
+        timeout = next((arg.value for arg in wait.node.args if arg.keyword and arg.keyword.value == "timeout"), None)
+        if timeout is None or (isinstance(timeout, cst.Name) and timeout.value == "None"):
+            continue
+        between = producer.index < wait.index < at and wait.scope is scope
+        if between and any(names_read(arg.value) & names for arg in wait.node.args):
+            return True
+    return False
+
+
+def waiter_called(model: SemanticModel, site: CallSite, *, instances_only: bool = False) -> Waiter | None:
+    """The function that waits on Ray which `site` calls, if any. With `instances_only`, a method counts
+    only when called on an element of a collection of instances (a loop over wrappers: each call waits on
+    another actor); a method called on one object would wait on one actor, one call at a time anyway."""
+    func = site.node.func
+    functions = waiting_functions(model)
+    if isinstance(func, cst.Name):
+        binding = model.reaching_binding(func.value, site.scope, site.index)
+        if binding is None:
+            return None
+        if binding.kind == "def" and id(binding.node) in functions:
+            key, get = functions[id(binding.node)]
+            return Waiter(key, get)
+        if binding.kind == "import" and func.value[:1].islower():
+            return Waiter(binding.imported or func.value, requires=(f"waits:{func.value}",))
+        return None
+    if not isinstance(func, cst.Attribute):
+        return None
+    method = func.attr.value
+    receiver = func.value
+    if not instances_only and isinstance(receiver, cst.Name) and receiver.value == "self":
+        owner = _own_class(model, site.scope)
+        info = model.method(owner, method) if owner is not None else None
+        if info is not None and id(info.node) in functions:
+            key, get = functions[id(info.node)]
+            return Waiter(key, get)
+        return None
+    cls = _element_class(model, receiver, site) if instances_only else _instance_class(model, receiver, site)
+    if cls is None:
+        return None
+    local = _local_class(model, cls)
+    if local is not None:
+        info = model.method(local, method)
+        if info is None or id(info.node) not in functions:
+            return None
+        key, get = functions[id(info.node)]
+        return Waiter(key, get)
+    return Waiter(f"{cls}.{method}", requires=(f"waits:{cls}.{method}",))
+
+
+class _Waiting:
+    """The module's functions that wait on Ray, found once per model."""
+
+    def __init__(self, model: SemanticModel) -> None:
+        self.functions: dict[int, tuple[str, CallSite]] = {}
+        for get in model.calls_to("ray.get"):
+            scope = get.scope
+            if get.loop is not None or scope.kind != "function" or id(scope.node) in self.functions:
+                continue
+            info = model.function_info(scope.node)  # type: ignore[arg-type]
+            key = _key(model, info) if info is not None else None
+            if key is None or info is None or info.is_async or model.remote_of_scope(scope) is not None:
+                continue
+            if not _named_as_fact(info.node.name.value) and _waits_on_own_submission(model, info, get):
+                self.functions[id(info.node)] = (key, get)
+
+
+def _named_as_fact(name: str) -> bool:
+    """`get_master_port`, `alloc_rank`: a function whose name says it returns a small fact. (`is_up` is a
+    predicate: it may run a probe of any length, so its name says nothing of its cost.)"""
+    return is_accessor(name) and not name.startswith(("is_", "has_"))
+
+
+def _key(model: SemanticModel, info: FunctionInfo) -> str | None:
+    """`name` for a module-level function, `Class.name` for a method of a module-level plain class."""
+    if info.parent_scope is model.module_scope:
+        return info.node.name.value
+    owner = info.owner
+    if owner is None or owner.scope.parent is not model.module_scope or any(r.cls is owner for r in model.remote_defs):
+        return None
+    return f"{owner.node.name.value}.{info.node.name.value}"
+
+
+def _waits_on_own_submission(model: SemanticModel, info: FunctionInfo, get: CallSite) -> bool:
+    ref = get.node.args[0].value if get.node.args and get.node.args[0].keyword is None else None
+    origin = model.ref_origin(ref, get.scope, get.index) if ref is not None else None
+    if origin is None or origin.kind != "ref" or not isinstance(origin.producer, cst.Call):
+        return False
+    submission = model.submission(origin.producer)
+    producer = model.call_site(origin.producer)
+    if submission is None or producer is None or producer.scope is not get.scope or producer.loop is not None:
+        return False
+    if submission.kind == "actor-method":
+        if blocks_or_reads(submission.method) or submission.handle is None:
+            return False
+        held = info.owner is not None and root_name(submission.handle) == "self"
+        if not held and not _actor_made_here(model, submission.handle, producer):
+            return False  # the caller's actor (a counter, a buffer): its calls queue on it whatever the caller does
+    elif submission.kind == "actor-create":
+        return False  # a task, or a function of another module (`f.remote()`, `mod.f.remote()`)
+    return not waited_before(model, ref, get.scope, get.index, producer)
+
+
+def _actor_made_here(model: SemanticModel, handle: cst.BaseExpression, site: CallSite) -> bool:
+    """Whether the handle was made in the same function (`a = Worker.remote(); ray.get(a.f.remote())`)."""
+    value = _assigned(model, handle, site)
+    creation = model.submission(value) if isinstance(value, cst.Call) else None
+    return creation is not None and creation.kind == "actor-create"
+
+
+def _assigned(model: SemanticModel, expr: cst.BaseExpression, site: CallSite) -> cst.BaseExpression | None:
+    binding = model.reaching_binding(expr.value, site.scope, site.index) if isinstance(expr, cst.Name) else None
+    return binding.value if binding is not None and binding.kind == "assign" else None
+
+
+def _own_class(model: SemanticModel, scope: Scope) -> ClassInfo | None:
+    function = scope.function
+    info = model.function_info(function.node) if function is not None else None  # type: ignore[arg-type]
+    return info.owner if info is not None else None
+
+
+def _local_class(model: SemanticModel, name: str) -> ClassInfo | None:
+    binding = model.reaching_binding(name, model.module_scope, AFTER_ALL)
+    if binding is None or binding.kind != "class":
+        return None
+    return next((cls for cls in model.classes if cls.node is binding.node), None)
+
+
+def _instance_class(model: SemanticModel, expr: cst.BaseExpression, site: CallSite) -> str | None:
+    """The class of the object `expr` holds: `Client(...)` assigned to a name or to `self.client`, or an
+    element of a collection of instances."""
+    value = _value_of(model, expr, site, 0)
+    return _constructed(value) or _element_class(model, expr, site)
+
+
+def _element_class(model: SemanticModel, expr: cst.BaseExpression, site: CallSite) -> str | None:
+    """The class of `expr` when it is an element of a collection of instances of one class: the target
+    of a loop over `[Worker(i) for i in ...]` (also `enumerate`d or `.values()`), or `workers[i]`."""
+    if isinstance(expr, cst.Subscript):
+        return _collection_class(model, expr.value, site, 0)
+    if not isinstance(expr, cst.Name):
+        return None
+    binding = model.reaching_binding(expr.value, site.scope, site.index)
+    if binding is None or binding.kind != "loop-target" or binding.loop is None:
+        return None
+    loop = binding.loop.node
+    iterable = loop.iter if isinstance(loop, cst.For) else loop.for_in.iter if hasattr(loop, "for_in") else None  # type: ignore[union-attr]
+    if iterable is None:
+        return None
+    target = loop.target if isinstance(loop, cst.For) else loop.for_in.target  # type: ignore[union-attr]
+    wrapper = iterable.func.value if isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Name) else None
+    if wrapper in ("enumerate", "zip") and isinstance(target, cst.Tuple):  # `for i, w in enumerate(ws)`, `zip(ws, xs)`
+        names = [element.value for element in target.elements]
+        position = next((i for i, name in enumerate(names) if _is_name(name, expr.value)), None)
+        sources = [None, *iterable.args] if wrapper == "enumerate" else list(iterable.args)  # type: ignore[union-attr]
+        if position is None or position >= len(sources) or sources[position] is None or sources[position].star:  # type: ignore[union-attr]
+            return None
+        iterable = sources[position].value  # type: ignore[union-attr]
+    elif not _is_name(target, expr.value):
+        return None
+    if isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Attribute) and iterable.func.attr.value == "values":
+        iterable = iterable.func.value
+    return _collection_class(model, iterable, site, 0)
+
+
+def _collection_class(model: SemanticModel, expr: cst.BaseExpression, site: CallSite, depth: int) -> str | None:
+    """The class whose instances a list or dict holds: `[Worker(i) for i in ...]`, `{k: Worker(k) ...}`,
+    `[Worker(0), Worker(1)]`, through names and `self.` attributes."""
+    if depth > MAX_DEPTH:
+        return None
+    if isinstance(expr, (cst.ListComp, cst.GeneratorExp)):
+        return _constructed(expr.elt)
+    if isinstance(expr, cst.DictComp):
+        return _constructed(expr.value)
+    if isinstance(expr, (cst.List, cst.Tuple)) and expr.elements:
+        classes = {_constructed(element.value) for element in expr.elements}
+        return classes.pop() if len(classes) == 1 else None
+    value = _value_of(model, expr, site, depth)
+    return _collection_class(model, value, site, depth + 1) if value is not None else None
+
+
+def _value_of(model: SemanticModel, expr: cst.BaseExpression, site: CallSite, depth: int) -> cst.BaseExpression | None:
+    """What a name or a `self.` attribute was assigned: the reaching assignment of a name, or the one
+    assignment of `self.attr` in the class's methods (None when there are several)."""
+    if isinstance(expr, cst.Name):
+        binding: Binding | None = model.reaching_binding(expr.value, site.scope, site.index)
+        return binding.value if binding is not None and binding.kind == "assign" else None
+    if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self":
+        owner = _own_class(model, site.scope)
+        if owner is None:
+            return None
+        values = [
+            store.value
+            for store in model.stores
+            if store.kind == "assign" and isinstance(store.target, cst.Attribute) and store.target.attr.value == expr.attr.value
+            and isinstance(store.target.value, cst.Name) and store.target.value.value == "self"
+            and owner.scope.first <= store.scope.first <= owner.scope.last
+        ]
+        return values[0] if len(values) == 1 else None
+    return None
+
+
+def _constructed(expr: cst.BaseExpression | None) -> str | None:
+    """`Worker` for `Worker(...)` or `mod.Worker(...)`: a capitalized name called (a class, by convention)."""
+    if not isinstance(expr, cst.Call):
+        return None
+    func = expr.func
+    name = func.value if isinstance(func, cst.Name) else func.attr.value if isinstance(func, cst.Attribute) else None
+    return name if name is not None and name[:1].isupper() else None
+
+
+def _is_name(expr: cst.BaseExpression, name: str) -> bool:
+    return isinstance(expr, cst.Name) and expr.value == name
