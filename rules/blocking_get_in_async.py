@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ray_lint.analyses.waits import waiter_called
+from ray_lint.analyses.waits import polls, waiter_called
 from ray_lint.diagnostics import Applicability, Severity
 from ray_lint.model import RemoteDef, SemanticModel
-from ray_lint.python_model import AFTER_ALL, CallSite, Scope, child_nodes, dotted_name, iter_subtree, keys_read, literal_number
+from ray_lint.python_model import AFTER_ALL, CallSite, Scope, child_nodes, dotted_name, iter_subtree, keys_read
 from ray_lint.rule import Context, FixPlan, Invalid, Rule, Valid
 
 # Methods that run a compiled graph: `ray.get` on the `CompiledDAGRef` they return has its own semantics.
@@ -33,10 +33,14 @@ class BlockingGetInAsync(Rule):
 Finds a call to `ray.get` or `ray.wait` (through any alias) in the body of an `async def`: an
 async actor method, an async Ray Serve handler, or any other coroutine.
 
-It also finds a call, in a coroutine, of a synchronous function that submits a task or actor call
-and waits for it with `ray.get` (a `*_sync()` client method that wraps `ray.get`, on an object the
-class holds, or a function of the module or of another module of the project): the wait happens
-one call away, on the same event loop. The message names the function that waits.
+It also finds a call, in an async actor method or an async method of a Serve deployment, of a
+synchronous function that blocks on `ray.get` or `ray.wait` (a `*_sync()` client method that wraps
+`ray.get`, on an object the class holds; a sync method of the same class called on `self`; a
+function of the module or of another module of the project): the wait happens one call away, on
+the same event loop, which Ray uses to run the actor's other calls. The message names the function
+that blocks. In other coroutines this form is not reported: driver-side async code often blocks on
+purpose around a step it has paused everything else for (a weight sync), which one call's
+distance hides from the reader as much as from the linter.
 
 ## Why is this bad?
 A coroutine runs on an event loop that executes one coroutine at a time and switches only at an
@@ -247,7 +251,7 @@ or a class body), and for a list only when `asyncio` is imported. `ray.wait` has
         for function_name in ("ray.get", "ray.wait"):
             for site in model.calls_to(function_name):
                 coroutine = _coroutine_of(site.scope)
-                if coroutine is None or _non_blocking(site.node) or _runs_alone(model, coroutine):
+                if coroutine is None or polls(site.node) or _runs_alone(model, coroutine):
                     continue
                 facts = awaited.get(id(coroutine.node))
                 if facts is None:
@@ -257,10 +261,15 @@ or a class body), and for a list only when `asyncio` is imported. `ray.wait` has
                 if function_name == "ray.get" and _compiled_graph_ref(model, site, compiles_graphs):
                     continue
                 self._report(ctx, site, function_name, coroutine)
+        served: dict[int, bool] = {}  # coroutines that are an actor's or a Serve replica's methods
         for site in model.calls:
             coroutine = _coroutine_of(site.scope) if isinstance(site.node.func, (cst.Name, cst.Attribute)) else None
-            waiter = waiter_called(model, site) if coroutine is not None else None
-            if waiter is None or _runs_alone(model, coroutine):  # type: ignore[arg-type]
+            if coroutine is None:
+                continue
+            if id(coroutine.node) not in served:
+                served[id(coroutine.node)] = _actor_of_method(model, coroutine) is not None or _deployment_of_method(model, coroutine) is not None
+            waiter = waiter_called(model, site, blocks=True) if served[id(coroutine.node)] else None
+            if waiter is None:
                 continue
             where = f" ({ctx.line_of(waiter.get.node)})" if waiter.get is not None else ""
             ctx.report(
@@ -435,14 +444,6 @@ def _is_loop_entry(model: SemanticModel, node: cst.FunctionDef) -> bool:
 def _decorator_name(decorator: cst.Decorator) -> cst.BaseExpression:
     expr = decorator.decorator
     return expr.func if isinstance(expr, cst.Call) else expr
-
-
-def _non_blocking(call: cst.Call) -> bool:
-    """`timeout=0`: the call polls and returns (or raises) at once."""
-    for arg in call.args:
-        if arg.keyword is not None and arg.keyword.value == "timeout":
-            return literal_number(arg.value) == 0
-    return False
 
 
 def _compiled_graph_ref(model: SemanticModel, site: CallSite, compiles_graphs: bool) -> bool:

@@ -10,7 +10,7 @@ from ray_lint.python_model import CallSite, literal_string
 from ray_lint.ray_api import keyword_arg
 from ray_lint.rule import REMOTE_MADE, Context, FixPlan, Invalid, Rule, Valid
 
-MP_MODULES = ("multiprocessing", "torch.multiprocessing")
+MP_MODULES = ("multiprocessing", "torch.multiprocessing", "multiprocess")  # `multiprocess`: the dill-based fork
 # Calls that always fork, whatever the start method.
 ALWAYS_FORK = frozenset({"os.fork", "os.forkpty"})
 # Factories that start their processes with the default start method (fork on Linux before Python 3.14).
@@ -18,6 +18,7 @@ DEFAULT_CONTEXT = frozenset(
     {
         *(f"{module}.{name}" for module in MP_MODULES for name in ("Pool", "Process", "Manager")),
         "multiprocessing.pool.Pool",
+        "multiprocess.pool.Pool",
         "multiprocessing.managers.SyncManager",
     }
 )
@@ -44,7 +45,7 @@ Finds a new process forked from code that is connected to Ray:
   `ray.shutdown()` in between.
 
 The calls it knows are `os.fork()` and `os.forkpty()`, and `multiprocessing.Pool`, `Process`,
-`Manager` (also `torch.multiprocessing`'s) and `concurrent.futures.ProcessPoolExecutor` when they
+`Manager` (also `torch.multiprocessing`'s and those of `multiprocess`, its dill-based fork) and `concurrent.futures.ProcessPoolExecutor` when they
 use the fork start method: the default on Linux, or a `get_context("fork")` context.
 
 ## Why is this bad?

@@ -664,7 +664,8 @@ the statement that replaces it.
         waiter = waiter_called(model, site, instances_only=True)
         if waiter is None or (waiter.get is not None and scope_within(site.scope, waiter.get.scope)):
             return
-        facts = loop_results(model, site.loop, get_functions, helpers)
+        called_name = func.attr.value if isinstance(func, cst.Attribute) else func.value  # type: ignore[union-attr]
+        facts = loop_results(model, site.loop, get_functions, helpers | {called_name})
         if sequential_by_design(model, site.loop, site, facts):
             return
         if self._is_sequential(model, site.loop, facts, site.node, None, site.index, site.node):

@@ -226,18 +226,19 @@ CALLERS = (
     "@ray.remote\n"  # line 14: a task that uses the GPU through `to_gpu`
     "def train(model):\n"
     "    return to_gpu(model)\n\n"
+    "@ray.remote\n"
     "class Server:\n"
     "    def __init__(self):\n"
     "        self.worker = RayWorker(0)\n\n"
     "    async def handle(self, action):\n"
-    "        return self.worker.step(action)\n"  # line 23: blocks the event loop
+    "        return self.worker.step(action)\n"  # line 24: blocks the async actor's event loop
 )
 
 
 def test_effects_one_call_away_in_another_module(run, tmp_path):
     write(tmp_path, {"pyproject.toml": "", "envs/__init__.py": "", "envs/wrappers.py": WRAPPERS, "envs/callers.py": CALLERS})
     found = codes(check(run, tmp_path, "."))
-    assert found == [("envs/callers.py", "RAY001", 9), ("envs/callers.py", "RAY006", 23), ("envs/callers.py", "RAY040", 14)]
+    assert found == [("envs/callers.py", "RAY001", 9), ("envs/callers.py", "RAY006", 24), ("envs/callers.py", "RAY040", 14)]
     messages = [d["message"] for d in json.loads(check(run, tmp_path, ".").stdout)]
     assert any("`RayWorker.step`" in message for message in messages)
     assert any("`envs.wrappers.to_gpu`" in message for message in messages)

@@ -1,5 +1,7 @@
-"""Precision of ray-lint on real code: extract the pinned corpus, lint it, score every finding
-against the judgements kept beside this script, and print per-rule precision.
+"""Precision and recall of ray-lint on real code: extract the pinned corpus, lint it, score every
+finding against the judgements kept beside this script, and print per-rule precision; then per-rule
+recall over the known problems: the findings judged right plus the problems marked by hand in
+`marks.tsv` (found by reading the code, not the linter's output).
 
     python benchmarks/real/evaluate.py --mirrors DIR           # default rules
     python benchmarks/real/evaluate.py --mirrors DIR --preview # preview rules too
@@ -8,7 +10,10 @@ against the judgements kept beside this script, and print per-rule precision.
 `--mirrors` holds one git directory per project, named `owner+name/repo` (a bare repository or a
 clone); each project is exported at its pinned commit with `git archive`, so nothing is fetched.
 A finding is matched to a judgement by project, path, line and code. Debatable counts as not
-right. Judged-right findings that are no longer reported are listed as lost (the recall check).
+right. Judged-right findings that are no longer reported are listed as lost. A hand mark is found
+when a finding of its code in its file lies within `MARK_LINES` lines of it (a mark names the call,
+a finding may name the statement or decorator around it); a mark that is also a judged-right finding
+counts once. Marks of codes no rule has yet count as missed, under "no rule".
 This is a benchmark, not a test: it needs the corpus and takes a minute or two.
 """
 
@@ -22,12 +27,14 @@ import subprocess
 import sys
 import tomllib
 from collections import Counter, defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 VERDICTS = ("right", "wrong", "debatable")
 COLUMNS = ("repo", "path", "line", "code", "verdict", "reason")
+MARK_LINES = 3
 # What ray-lint reads: sources, notebooks, and what decides which of them it skips.
 KEPT_SUFFIXES = (".py", ".pyi", ".ipynb", ".gitignore", "pyproject.toml")
 
@@ -52,6 +59,11 @@ def load_judgements() -> dict[Key, tuple[str, str]]:
                 sys.exit(f"judgements.tsv: unknown verdict {row['verdict']!r} for {row['path']}:{row['line']}")
             judged[Key(row["repo"], row["path"], int(row["line"]), row["code"])] = (row["verdict"], row["reason"])
     return judged
+
+
+def load_marks() -> list[Key]:
+    with open(HERE / "marks.tsv", encoding="utf-8", newline="") as handle:
+        return [Key(row["repo"], row["path"], int(row["line"]), row["code"]) for row in csv.DictReader(handle, delimiter="\t")]
 
 
 def git_dir(mirrors: Path, repo: str) -> Path:
@@ -153,6 +165,7 @@ def main() -> None:
 
     linted = {p["repo"] for p in projects}
     preview = set() if args.preview else preview_codes()
+    print_recall(found, judged, [mark for mark in load_marks() if mark.repo in linted], preview, all_codes())
     lost = [key for key, (verdict, _) in judged.items() if verdict == "right" and key.repo in linted and key not in found]
     print(f"\njudged right but no longer reported: {len(lost)}")
     for key in sorted(lost, key=lambda k: (k.code, k.repo, k.path, k.line)):
@@ -160,11 +173,58 @@ def main() -> None:
         print(f"  {key.code}{why} {key.repo} {key.path}:{key.line}  {judged[key][1]}")
 
 
-def preview_codes() -> set[str]:
+def print_recall(found: dict[Key, dict], judged: dict[Key, tuple[str, str]], marks: list[Key], preview: set[str], codes: set[str]) -> None:
+    """Per-rule recall over the known problems: judged-right findings, and hand marks (found or not)."""
+    by_file: dict[tuple[str, str, str], list[int]] = defaultdict(list)
+    for key in found:
+        by_file[(key.repo, key.path, key.code)].append(key.line)
+    right = [key for key, (verdict, _) in judged.items() if verdict == "right" and key.repo in {m.repo for m in marks} | {k.repo for k in found}]
+
+    def near(key: Key, lines: Iterable[int]) -> bool:
+        return any(abs(line - key.line) <= MARK_LINES for line in lines)
+
+    problems: dict[str, Counter[str]] = defaultdict(Counter)
+    for key in right:
+        problems[key.code]["known"] += 1
+        problems[key.code]["found"] += key in found
+    for mark in marks:
+        if near(mark, (k.line for k in right if (k.repo, k.path, k.code) == (mark.repo, mark.path, mark.code))):
+            continue  # the same problem as a judged-right finding
+        hit = near(mark, by_file.get((mark.repo, mark.path, mark.code), ()))
+        problems[mark.code]["known"] += 1
+        problems[mark.code]["found"] += hit
+        problems[mark.code]["marked"] += 1
+        problems[mark.code]["marked found"] += hit
+    print(f"\nrecall over known problems (judged-right findings + {len(marks)} hand marks, within {MARK_LINES} lines)")
+    print(f"{'rule':<8} {'status':<8} {'problems':>8} {'found':>6} {'recall':>7} {'marked':>7} {'found':>6}")
+    total: Counter[str] = Counter()
+    for code in sorted(problems):
+        row = problems[code]
+        status = "no rule" if code not in codes else "preview" if code in preview else "default"
+        if status == "default":
+            total.update(row)
+        print(_recall_row(code, status, row))
+    print(_recall_row("default", "", total))
+
+
+def _recall_row(code: str, status: str, row: Counter[str]) -> str:
+    recall = f"{row['found'] / row['known']:.0%}" if row["known"] else "-"
+    return f"{code:<8} {status:<8} {row['known']:>8} {row['found']:>6} {recall:>7} {row['marked']:>7} {row['marked found']:>6}"
+
+
+def _rules() -> list[dict]:
     listing = subprocess.run(
         [sys.executable, "-m", "ray_lint", "rule", "--all", "--output-format", "json"], capture_output=True, text=True, check=True
     )
-    return {rule["code"] for rule in json.loads(listing.stdout) if rule["preview"]}
+    return json.loads(listing.stdout)
+
+
+def preview_codes() -> set[str]:
+    return {rule["code"] for rule in _rules() if rule["preview"]}
+
+
+def all_codes() -> set[str]:
+    return {rule["code"] for rule in _rules()}
 
 
 def _row(code: str, row: Counter[str]) -> str:

@@ -74,7 +74,7 @@ class LoopResults:
         awaits: bool = False,
     ) -> None:
         """`get_functions`: qualified names that fetch a result (`ray.get` and any a rule adds);
-        `helpers`: plain names of the module's own functions that fetch one; `awaits`: whether an
+        `helpers`: names of functions (or wrapper methods, called as `w.name(...)`) that fetch one; `awaits`: whether an
         `await` fetches one too."""
         self.model = model
         self.get_functions = get_functions
@@ -110,6 +110,8 @@ class LoopResults:
                 if site is not None and self.model.call_name(site) in self.get_functions:
                     return True
                 if isinstance(node.func, cst.Name) and node.func.value in self.helpers:
+                    return True
+                if isinstance(node.func, cst.Attribute) and node.func.attr.value in self.helpers:  # a wrapper method
                     return True
         return False
 

@@ -26,7 +26,7 @@ import libcst as cst
 
 from ray_lint.analyses.actor_state import blocks_or_reads, is_accessor
 from ray_lint.model import SemanticModel
-from ray_lint.python_model import AFTER_ALL, Binding, CallSite, ClassInfo, FunctionInfo, Scope, names_read, root_name
+from ray_lint.python_model import AFTER_ALL, Binding, CallSite, ClassInfo, FunctionInfo, Scope, literal_number, names_read, root_name
 
 MAX_DEPTH = 4  # how many assignments a collection of instances is followed through
 
@@ -45,10 +45,19 @@ def waiting_functions(model: SemanticModel) -> dict[int, tuple[str, CallSite]]:
     return model.analysis(_Waiting).functions
 
 
+def blocking_functions(model: SemanticModel) -> dict[int, tuple[str, CallSite]]:
+    """The module's synchronous functions and methods that block on `ray.get` or `ray.wait` whenever they
+    run (not only in an `except` fallback, not polling with `timeout=0`), by the id of their `def`."""
+    return model.analysis(_Waiting).blocking
+
+
 def wait_facts(model: SemanticModel) -> Iterator[str]:
-    """`waits:<key>` for each function or method of the module that waits on Ray."""
+    """`waits:<key>` for each function or method of the module that waits on Ray, `blocks:<key>` for
+    each that blocks on it."""
     for key, _ in waiting_functions(model).values():
         yield f"waits:{key}"
+    for key, _ in blocking_functions(model).values():
+        yield f"blocks:{key}"
 
 
 def waited_before(model: SemanticModel, ref: cst.BaseExpression | None, scope: Scope, at: int, producer: CallSite) -> bool:
@@ -65,12 +74,14 @@ def waited_before(model: SemanticModel, ref: cst.BaseExpression | None, scope: S
     return False
 
 
-def waiter_called(model: SemanticModel, site: CallSite, *, instances_only: bool = False) -> Waiter | None:
-    """The function that waits on Ray which `site` calls, if any. With `instances_only`, a method counts
-    only when called on an element of a collection of instances (a loop over wrappers: each call waits on
-    another actor); a method called on one object would wait on one actor, one call at a time anyway."""
+def waiter_called(model: SemanticModel, site: CallSite, *, instances_only: bool = False, blocks: bool = False) -> Waiter | None:
+    """The function that waits on Ray which `site` calls, if any (with `blocks`, one that blocks on it at
+    all). With `instances_only`, a method counts only when called on an element of a collection of
+    instances (a loop over wrappers: each call waits on another actor); a method called on one object
+    would wait on one actor, one call at a time anyway."""
     func = site.node.func
-    functions = waiting_functions(model)
+    functions = blocking_functions(model) if blocks else waiting_functions(model)
+    fact = "blocks" if blocks else "waits"
     if isinstance(func, cst.Name):
         binding = model.reaching_binding(func.value, site.scope, site.index)
         if binding is None:
@@ -79,7 +90,7 @@ def waiter_called(model: SemanticModel, site: CallSite, *, instances_only: bool 
             key, get = functions[id(binding.node)]
             return Waiter(key, get)
         if binding.kind == "import" and func.value[:1].islower():
-            return Waiter(binding.imported or func.value, requires=(f"waits:{func.value}",))
+            return Waiter(binding.imported or func.value, requires=(f"{fact}:{func.value}",))
         return None
     if not isinstance(func, cst.Attribute):
         return None
@@ -102,24 +113,32 @@ def waiter_called(model: SemanticModel, site: CallSite, *, instances_only: bool 
             return None
         key, get = functions[id(info.node)]
         return Waiter(key, get)
-    return Waiter(f"{cls}.{method}", requires=(f"waits:{cls}.{method}",))
+    return Waiter(f"{cls}.{method}", requires=(f"{fact}:{cls}.{method}",))
 
 
 class _Waiting:
-    """The module's functions that wait on Ray, found once per model."""
+    """The module's functions that wait on Ray (`functions`) and those that block on it (`blocking`),
+    found once per model."""
 
     def __init__(self, model: SemanticModel) -> None:
         self.functions: dict[int, tuple[str, CallSite]] = {}
-        for get in model.calls_to("ray.get"):
-            scope = get.scope
-            if get.loop is not None or scope.kind != "function" or id(scope.node) in self.functions:
-                continue
-            info = model.function_info(scope.node)  # type: ignore[arg-type]
-            key = _key(model, info) if info is not None else None
-            if key is None or info is None or info.is_async or model.remote_of_scope(scope) is not None:
-                continue
-            if not _named_as_fact(info.node.name.value) and _waits_on_own_submission(model, info, get):
-                self.functions[id(info.node)] = (key, get)
+        self.blocking: dict[int, tuple[str, CallSite]] = {}
+        for name in ("ray.get", "ray.wait"):
+            for get in model.calls_to(name):
+                scope = get.scope.function
+                info = model.function_info(scope.node) if scope is not None and scope.kind == "function" else None  # type: ignore[arg-type]
+                if info is None or info.is_async or get.scope.function is not info.scope or polls(get.node):
+                    continue
+                key = _key(model, info, actors=True)
+                if key is not None and id(info.node) not in self.blocking and not _in_handler(model, get):
+                    self.blocking[id(info.node)] = (key, get)
+                if name != "ray.get" or get.loop is not None or get.scope is not info.scope or id(info.node) in self.functions:
+                    continue
+                key = _key(model, info)
+                if key is None or model.remote_of_scope(info.scope) is not None or _named_as_fact(info.node.name.value):
+                    continue
+                if _waits_on_own_submission(model, info, get):
+                    self.functions[id(info.node)] = (key, get)
 
 
 def _named_as_fact(name: str) -> bool:
@@ -128,14 +147,31 @@ def _named_as_fact(name: str) -> bool:
     return is_accessor(name) and not name.startswith(("is_", "has_"))
 
 
-def _key(model: SemanticModel, info: FunctionInfo) -> str | None:
-    """`name` for a module-level function, `Class.name` for a method of a module-level plain class."""
+def _key(model: SemanticModel, info: FunctionInfo, actors: bool = False) -> str | None:
+    """`name` for a module-level function, `Class.name` for a method of a module-level plain class (or of
+    an actor class too, with `actors`: a sync method an async method of the same actor calls)."""
     if info.parent_scope is model.module_scope:
         return info.node.name.value
     owner = info.owner
-    if owner is None or owner.scope.parent is not model.module_scope or any(r.cls is owner for r in model.remote_defs):
+    if owner is None or owner.scope.parent is not model.module_scope:
+        return None
+    if not actors and any(r.cls is owner for r in model.remote_defs):
         return None
     return f"{owner.node.name.value}.{info.node.name.value}"
+
+
+def polls(call: cst.Call) -> bool:
+    """`timeout=0`: the call polls and returns (or raises) at once."""
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == "timeout":
+            return literal_number(arg.value) == 0
+    return False
+
+
+def _in_handler(model: SemanticModel, site: CallSite) -> bool:
+    """A call in an `except` block: a fallback, not what the function does each time."""
+    path = model.path_within(site.scope.node, site.node) or []
+    return any(isinstance(node, cst.ExceptHandler) for node in path)
 
 
 def _waits_on_own_submission(model: SemanticModel, info: FunctionInfo, get: CallSite) -> bool:
