@@ -274,7 +274,7 @@ or a class body), and for a list only when `asyncio` is imported. `ray.wait` has
             where = f" ({ctx.line_of(waiter.get.node)})" if waiter.get is not None else ""
             ctx.report(
                 site.node,
-                f"`{ctx.snippet(site.node.func, 24)}()` blocks the event loop on `ray.get` in `{waiter.name}`{where}",
+                f"`{ctx.snippet(site.node.func, 24)}()` blocks on `ray.get` in `{waiter.name}`{where}",
                 requires=waiter.requires,
             )
 

@@ -137,6 +137,10 @@ task that used several GPUs needs a larger number.
 
     VALID = [
         Valid(
+            "import ray\n@ray.remote\ndef f(x):\n    if not ray.get_gpu_ids():\n        return x\n    return ray.get_gpu_ids()[0]\n",
+            "an early return when no GPU was assigned: the index runs only with one",
+        ),
+        Valid(
             "import ray\n@ray.remote\ndef f(x):\n    ids = ray.get_gpu_ids()\n    return x if not ids else x * 2\n",
             "the ids are only tested: the task has a path without GPUs",
         ),

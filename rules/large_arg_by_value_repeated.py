@@ -291,7 +291,7 @@ the file, inside a lambda or a class body, or when the loop does not start its o
                 binding, size, hoist_before = found
                 name = arg.value.value
                 described = "marked large" if size.bytes is None and size.loader is None else size.describe()
-                message = f"`{name}` ({described}) is copied into each `{ctx.snippet(site.node.func, limit=24)}()` call"
+                message = f"`{name}` ({described}) is copied into each `{ctx.snippet(site.node.func, limit=24)}()`"
                 ctx.report(arg.value, message, _hoist_fix(ctx, site, binding, hoist_before))
 
 

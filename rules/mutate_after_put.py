@@ -7,11 +7,11 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from ray_lint.analyses.actor_state import MUTATING_METHODS
+from ray_lint.analyses.actor_state import MUTATING_METHODS, changed_parameters
 from ray_lint.analyses.arrays import NUMPY_MAKERS
 from ray_lint.diagnostics import Severity
 from ray_lint.model import SemanticModel
-from ray_lint.python_model import Binding, CallSite, Scope, iter_subtree, path_to, root_name
+from ray_lint.python_model import Binding, CallSite, FunctionInfo, Scope, iter_subtree, path_to, root_name
 from ray_lint.rule import Context, Invalid, Rule, Valid
 
 # Of the model's mutating methods, those that change a value's data (not a file, a connection or a
@@ -49,6 +49,7 @@ class _Change:
     node: cst.CSTNode  # reported
     statement: cst.CSTNode
     index: int
+    by: str | None = None  # the module's function that changes it, when one does
 
 
 class MutateAfterPut(Rule):
@@ -69,7 +70,10 @@ by a `.remote(...)` call (a task or an actor method) that is given `ref`. In-pla
 - data-changing methods: `append`, `extend`, `insert`, `add`, `update`, `pop`, `remove`,
   `setdefault`, `sort`, `reverse`, numpy's `fill` / `resize`, torch's trailing-underscore methods
   (`add_`, `zero_`...), `fit`, `load_state_dict`, and any method called with `inplace=True`;
-- `x += ...` when `x` was bound to a list, dict, set, numpy array or tensor.
+- `x += ...` when `x` was bound to a list, dict, set, numpy array or tensor;
+- a call of a function of the module that changes the parameter `x` is passed to, one call away
+  (`update_policy(policy, xp)` where `update_policy` does `policy.table[s] = v`, or calls a
+  data-changing method on it), unless the function rebinds that parameter.
 
 ## Why is this bad?
 `ray.put` serializes `x` into the object store at the time of the call: the ref names an
@@ -115,6 +119,12 @@ snapshot (copy before changing) is the author's call.
 """
 
     VALID = [
+        Valid(
+            "import ray\n\ndef scaled(policy, k):\n    policy = dict(policy)\n    policy['k'] = k\n    return policy\n\n"
+            "def run(policy, sims):\n    ref = ray.put(policy)\n    policy2 = scaled(policy, 2)\n"
+            "    return ray.get([s.go.remote(ref) for s in sims])\n",
+            "a helper that copies its parameter before changing it",
+        ),
         Valid(
             "import ray\nconfig = {'lr': 0.1}\nconfig['lr'] = 0.01\nref = ray.put(config)\nrefs = [train.remote(ref, s) for s in range(4)]\n",
             "changed before the put",
@@ -167,6 +177,14 @@ snapshot (copy before changing) is the author's call.
         ),
     ]
     INVALID = [
+        Invalid(
+            "import ray\n\ndef update_policy(policy, xp):\n    for state, value in xp:\n        policy.table[state] = value\n\n"
+            "def train(policy, sims, episodes):\n    policy_ref = ray.put(policy)\n    for _ in range(episodes):\n"
+            "        for xp in ray.get([s.rollout.remote(policy_ref) for s in sims]):\n            update_policy(policy, xp)\n"
+            "    return policy\n",
+            11,
+            note="the object put is changed one call away, by a function of the module",
+        ),
         Invalid(
             "import ray\nconfig = {'lr': 0.1}\nconfig_ref = ray.put(config)\nconfig['lr'] = 0.01\n"
             "results = ray.get([train.remote(config_ref, s) for s in range(4)])\n",
@@ -232,10 +250,12 @@ snapshot (copy before changing) is the author's call.
                 continue
             reported.add(id(change.node))
             name, ref = put.value.name, put.ref.name
-            ctx.report(
-                change.node,
-                f"`{name}` is changed after `ray.put` on {ctx.line_of(put.site.node)}, so `{ref}` still holds the old value",
-            )
+            put_at = ctx.line_of(put.site.node)
+            if change.by is not None:
+                message = f"`{name}` is changed by `{change.by}()` after `ray.put` on {put_at}, so `{ref}` is stale"
+            else:
+                message = f"`{name}` is changed after `ray.put` on {put_at}, so `{ref}` still holds the old value"
+            ctx.report(change.node, message)
 
 
 def _puts(model: SemanticModel, puts: tuple[CallSite, ...]) -> Iterator[_Put]:
@@ -283,11 +303,29 @@ def _first_change(model: SemanticModel, put: _Put) -> _Change | None:
             first = args[0].value if args and args[0].keyword is None else None
             if isinstance(first, cst.Name) and first.value == name and site.statement is not None and holds_object(site.scope, site.index):
                 changes.append(_Change(site.node, site.statement, site.index))
+    for site in model.calls:  # a function of the module that changes the object it is handed
+        callee = _function_called(model, site)
+        positions = changed_parameters(model, callee) if callee is not None else frozenset()
+        passed = {i for i, arg in enumerate(site.node.args) if not arg.keyword and not arg.star and _is_name(arg.value, name)}
+        if callee is not None and positions & passed and site.statement is not None and holds_object(site.scope, site.index):
+            changes.append(_Change(site.node, site.statement, site.index, callee.node.name.value))
     if _mutable_container(model, put.value):
         for binding in body.bindings.get(name, ()):
             if binding.kind == "augassign" and binding.statement is not None and holds_object(body, binding.index):
                 changes.append(_Change(binding.statement, binding.statement, binding.index))
     return min(changes, key=lambda change: change.index, default=None)
+
+
+def _function_called(model: SemanticModel, site: CallSite) -> FunctionInfo | None:
+    """The module-level function of this module that `site` calls by name (`update_policy(policy, xp)`)."""
+    func = site.node.func
+    if not isinstance(func, cst.Name):
+        return None
+    binding = model.reaching_binding(func.value, site.scope, site.index)
+    if binding is None or binding.kind != "def" or not isinstance(binding.node, cst.FunctionDef):
+        return None
+    info = model.function_info(binding.node)
+    return info if info is not None and info.parent_scope is model.module_scope else None
 
 
 def _in_place(call: cst.Call) -> bool:
@@ -314,16 +352,25 @@ def _mutable_container(model: SemanticModel, binding: Binding) -> bool:
 
 
 def _later_use(model: SemanticModel, put: _Put, change: _Change, submissions: list[CallSite]) -> CallSite | None:
-    """The first `.remote(...)` call after the change, in the same function, that is given the ref."""
+    """The first `.remote(...)` call after the change, in the same function, that is given the ref; or,
+    when a loop that the put is outside of holds both, one earlier in that loop (the next iteration's)."""
     body = _body_scope(put.site.scope)
-    for site in submissions:
-        if site.index <= change.index or _body_scope(site.scope) is not body:
-            continue
-        if any(_names(arg.value, put.ref.name) for arg in site.node.args) and model.reaching_binding(
-            put.ref.name, site.scope, site.index
-        ) is put.ref:
-            return site
-    return None
+    uses = [
+        site
+        for site in submissions
+        if _body_scope(site.scope) is body
+        and any(_names(arg.value, put.ref.name) for arg in site.node.args)
+        and model.reaching_binding(put.ref.name, site.scope, site.index) is put.ref
+    ]
+    later = next((site for site in uses if site.index > change.index), None)
+    if later is not None:
+        return later
+    loops = [loop for loop in model.loops if loop.contains_index(change.index) and not loop.contains_index(put.site.index)]
+    return next((site for site in uses if put.site.index < site.index and any(loop.contains_index(site.index) for loop in loops)), None)
+
+
+def _is_name(expr: cst.BaseExpression, name: str) -> bool:
+    return isinstance(expr, cst.Name) and expr.value == name
 
 
 def _names(expr: cst.CSTNode, name: str) -> bool:

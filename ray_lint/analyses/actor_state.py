@@ -90,6 +90,25 @@ def mutates_state(model: PythonModel, method: FunctionInfo, _seen: frozenset[int
     return False
 
 
+def changed_parameters(model: PythonModel, function: FunctionInfo) -> frozenset[int]:
+    """The positions of the parameters a function changes in place: it assigns or deletes through one
+    (`policy.table[s] = v`) or calls a mutating method on it or on something reached from it
+    (`state.buffer.append(x)`), and never rebinds its name. The caller's object changes with it."""
+    params = function.node.params
+    positional = [param.name.value for param in (*params.posonly_params, *params.params)]
+    own = function.scope
+    rebound = {name for name, bindings in own.bindings.items() if any(b.kind != "param" for b in bindings)}
+    changed: set[str] = set()
+    for store in between(model.stores, own.start, own.end):
+        if store.kind != "del" and store.scope is own:
+            changed.add(root_name(store.target) or "")
+    for site in between(model.calls, own.start, own.end):
+        func = site.node.func
+        if site.scope is own and isinstance(func, cst.Attribute) and func.attr.value in MUTATING_METHODS:
+            changed.add(root_name(func.value) or "")
+    return frozenset(i for i, name in enumerate(positional) if name in changed and name not in rebound and name != "self")
+
+
 def returns_stored_state(model: PythonModel, remote: RemoteDef | None, method: str | None) -> bool:
     """Whether actor method `method` of `remote` only hands back what an earlier call stored
     (`return self.sorted_frame`, after asserts): no work runs, so nothing waits on compute."""

@@ -3,8 +3,9 @@
 A call uses a GPU when it moves data or a model to CUDA (`.cuda()`, `.to("cuda")`, `device="cuda"`),
 calls `torch.cuda`, CuPy or Numba CUDA, asks TensorFlow or JAX for a GPU device, launches a
 `@cuda.jit` kernel (`kernel[blocks, threads](a)`), or indexes the GPU ids Ray assigned
-(`ray.get_gpu_ids()[0]`). Code under a condition about GPUs (`if torch.cuda.is_available():`) has a
-CPU path and does not count, nor do nested functions, nor calls that hand GPU settings to Ray Train
+(`ray.get_gpu_ids()[0]`). Code under a condition about GPUs (`if torch.cuda.is_available():`), or
+after a guard about them that leaves (`if not ray.get_gpu_ids(): return ...`), has a CPU path and
+does not count, nor do nested functions, nor calls that hand GPU settings to Ray Train
 or Ray Data (`use_gpu=True`), which schedule that work themselves.
 
 Helpers are followed through the module's own functions and the methods of the same class
@@ -162,7 +163,21 @@ def _calls(model: SemanticModel, function: FunctionInfo) -> Iterator[cst.CSTNode
             if any(arg.keyword is not None and arg.keyword.value in DELEGATING_KEYWORDS for arg in node.args):
                 continue
             yield node
-        stack.extend(reversed(list(child_nodes(node))))
+        children = list(child_nodes(node))
+        if isinstance(node, cst.IndentedBlock):  # `if not ray.get_gpu_ids(): return ...`: the rest runs only on a GPU
+            guard = next((i for i, child in enumerate(children) if _gpu_guard(child)), None)
+            children = children if guard is None else children[: guard + 1]
+        stack.extend(reversed(children))
+
+
+def _gpu_guard(statement: cst.CSTNode) -> bool:
+    """An `if` about GPUs whose body always leaves (`if not ray.get_gpu_ids(): return cpu_result`)."""
+    if not isinstance(statement, cst.If) or not _mentions_gpu(statement.test):
+        return False
+    body = statement.body.body
+    last = body[-1] if body else None
+    inner = last.body[-1] if isinstance(last, cst.SimpleStatementLine) and last.body else last
+    return isinstance(inner, (cst.Return, cst.Raise, cst.Continue, cst.Break))
 
 
 def _uses_gpu(model: SemanticModel, call: cst.CSTNode) -> bool:

@@ -174,13 +174,14 @@ def launch_finetune(config: dict) -> dict:
 def run_study(scans: list[np.ndarray], spacing: tuple[float, float, float], use_gpu: bool) -> dict:
     ray.init()
     segmenters = [OrganSegmenter.remote() for _ in range(4)]
-    masks = ray.get([segment_scan.remote(v) for v in scans])
+    study = np.stack(scans)  # the GPU tasks take the whole study at once
+    masks = ray.get(segment_scan.remote(study))
     refs = {
-        "lung_ml": [lung_volume_ml.remote(v, spacing) for v in scans],
+        "lung_ml": lung_volume_ml.remote(study, spacing),
         "organs": [segmenters[i % 4].segment.remote(v) for i, v in enumerate(scans)],
-        "windowed": [window_scan.remote(v) for v in scans],
+        "windowed": window_scan.remote(study),
         "windowed_cpu": [window_scan_cpu.remote(v) for v in scans],
-        "attenuation": [mean_attenuation.remote(v) for v in scans],
+        "attenuation": mean_attenuation.remote(study),
         "portable": [portable_segment.remote(v) for v in scans],
         "qc": [qc_check.remote(v, use_gpu) for v in scans],
         "reference": segment_scan_gpu.remote(scans[0]),
