@@ -102,7 +102,10 @@ ray-lint is silent for:
   concurrency groups, in the decorator or at `.options(...)`), whose other calls do run; and for
   actor classes handed to other code or given `**options`, which may set those options;
 - loops that can exit (`break`, `return`, `raise`, `sys.exit()`, `ray.actor.exit_actor()`), and
-  flag loops whose body (or a method it calls on `self`) changes the flag;
+  flag loops whose body (or a method it calls on `self`) changes the flag. An exit only under a
+  flag the actor fixes at construction (`if self.eval: break`, with `self.eval` assigned in
+  `__init__` alone) does not count: the loop ends for some actors of the class and runs forever
+  in the others;
 - generator methods (streaming results) and private (`_loop`) or dunder methods, and methods
   the class itself refers to (a thread's `target=self.run`);
 - flag loops in actors that start threads, timers or signal handlers, which may set the flag;
@@ -157,6 +160,12 @@ run.
 """
 
     VALID = [
+        Valid(
+            "import ray\n@ray.remote\nclass Sampler:\n    def __init__(self, limit):\n        self.limit = limit\n"
+            "        self.sampling = True\n\n    def sample(self):\n        while self.sampling:\n            self.limit -= 1\n"
+            "            if self.limit < 0:\n                break\n\n    def stop(self):\n        self.sampling = False\n",
+            "the exit reads a counter the loop changes",
+        ),
         Valid(
             "import ray\n@ray.remote\nclass Executor:\n    async def run(self):\n        while True:\n"
             "            await self.step()\n    async def count(self):\n        return self.n\n",
@@ -218,6 +227,14 @@ run.
         ),
     ]
     INVALID = [
+        Invalid(
+            "import ray\n@ray.remote\nclass Sampler:\n    def __init__(self, eval_mode):\n        self.eval = eval_mode\n"
+            "        self.sampling = True\n\n    def sample(self):\n        while self.sampling:\n            done = self.step()\n"
+            "            if done and self.eval:\n                break\n\n    def stop(self):\n        self.sampling = False\n\n"
+            "    def step(self):\n        return True\n",
+            9,
+            note="an exit only for evaluation actors: the training actors loop until `stop`, which never runs",
+        ),
         Invalid(
             "import ray\n@ray.remote\nclass TaskExecutor:\n    def __init__(self, store):\n        self.store = store\n"
             "        self.n = 0\n    def run(self):\n        while True:\n            task = ray.get(self.store.next.remote())\n"
@@ -284,7 +301,7 @@ run.
         model = ctx.model
         node = loop.node
         assert isinstance(node, cst.While)
-        if has_exit(node.body) or _calls_exit(model, loop):
+        if _can_exit(node.body, this, _constructor_only(model, cls, this)) or _calls_exit(model, loop):
             return
         name = method.node.name.value
         actor = cls.node.name.value
@@ -363,6 +380,53 @@ def _is_trivial(method: FunctionInfo) -> bool:
 
 def _is_docstring(statement: cst.CSTNode) -> bool:
     return isinstance(statement, cst.Expr) and isinstance(statement.value, (cst.SimpleString, cst.ConcatenatedString))
+
+
+def _can_exit(body: cst.CSTNode, this: str, fixed: frozenset[str]) -> bool:
+    """An exit in the loop's body (`has_exit`) that is not only under a flag the actor fixes at construction
+    (`fixed`: `if self.eval: break`, with `self.eval` set in `__init__` alone): such an exit ends the loop
+    for some actors of the class, and the others loop forever."""
+    for statement in block_statements(body):
+        if isinstance(statement, cst.If) and fixed and _gated_by_fixed_flag(statement.test, this, fixed):
+            if statement.orelse is not None and _can_exit(statement.orelse, this, fixed):
+                return True  # the other actors' branch
+            continue
+        if isinstance(statement, cst.If):
+            if _can_exit(statement.body, this, fixed) or (statement.orelse is not None and _can_exit(statement.orelse, this, fixed)):
+                return True
+            continue
+        if has_exit(statement):
+            return True
+    return False
+
+
+def _constructor_only(model: SemanticModel, cls: ClassInfo, this: str) -> frozenset[str]:
+    """The attributes of `self` that only `__init__` assigns: fixed for the life of each actor."""
+    init = model.method(cls, "__init__")
+    if init is None:
+        return frozenset()
+    assigned: dict[str, set[int]] = {}
+    for store in model.stores:
+        target = store.target
+        if isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) and target.value.value == this:
+            if cls.scope.first <= store.scope.first <= cls.scope.last:
+                assigned.setdefault(target.attr.value, set()).add(id(store.scope.node))
+    return frozenset(name for name, scopes in assigned.items() if scopes == {id(init.node)})
+
+
+def _gated_by_fixed_flag(test: cst.BaseExpression, this: str, fixed: frozenset[str]) -> bool:
+    """A condition that some actors of the class never meet, whatever happens in the loop: a flag fixed at
+    construction (`self.eval`, `not self.eval`), alone or as a part of an `and` (`done and self.eval`)."""
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        return _is_fixed(test.expression, this, fixed)
+    if isinstance(test, cst.BooleanOperation):
+        left, right = _gated_by_fixed_flag(test.left, this, fixed), _gated_by_fixed_flag(test.right, this, fixed)
+        return (left or right) if isinstance(test.operator, cst.And) else (left and right)
+    return _is_fixed(test, this, fixed)
+
+
+def _is_fixed(expr: cst.BaseExpression, this: str, fixed: frozenset[str]) -> bool:
+    return isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == this and expr.attr.value in fixed
 
 
 def _calls_exit(model: SemanticModel, loop: Loop) -> bool:

@@ -187,10 +187,14 @@ def print_recall(found: dict[Key, dict], judged: dict[Key, tuple[str, str]], mar
     for key in right:
         problems[key.code]["known"] += 1
         problems[key.code]["found"] += key in found
+    marked: Counter[str] = Counter()  # every hand mark, whichever rule it names (or none)
     for mark in marks:
+        hit = near(mark, by_file.get((mark.repo, mark.path, mark.code), ()))
+        status = "no rule" if mark.code not in codes else "preview" if mark.code in preview else "default"
+        marked[status] += 1
+        marked[f"{status} found"] += hit
         if near(mark, (k.line for k in right if (k.repo, k.path, k.code) == (mark.repo, mark.path, mark.code))):
             continue  # the same problem as a judged-right finding
-        hit = near(mark, by_file.get((mark.repo, mark.path, mark.code), ()))
         problems[mark.code]["known"] += 1
         problems[mark.code]["found"] += hit
         problems[mark.code]["marked"] += 1
@@ -205,6 +209,13 @@ def print_recall(found: dict[Key, dict], judged: dict[Key, tuple[str, str]], mar
             total.update(row)
         print(_recall_row(code, status, row))
     print(_recall_row("default", "", total))
+    print("\nhand marks found (read from the code, whether or not the linter also found them):")
+    for status in ("default", "preview", "no rule"):
+        if marked[status]:
+            print(f"  {status:<8} {marked[f'{status} found']:>3} of {marked[status]:>3} ({marked[f'{status} found'] / marked[status]:.0%})")
+    every = sum(marked[s] for s in ("default", "preview", "no rule"))
+    hits = sum(marked[f"{s} found"] for s in ("default", "preview", "no rule"))
+    print(f"  {'all':<8} {hits:>3} of {every:>3} ({hits / every:.0%})" if every else "")
 
 
 def _recall_row(code: str, status: str, row: Counter[str]) -> str:
