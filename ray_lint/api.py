@@ -30,7 +30,7 @@ from ray_lint.config import Resolver, Settings
 from ray_lint.diagnostics import FILE_ERROR_CODE, Applicability, Diagnostic, Timings, file_error
 from ray_lint.files import Skipped, discover
 from ray_lint.notebook import CellsChanged
-from ray_lint.project import LONE_FILE, PackageFinder, ProjectFacts, facts_of, project_root
+from ray_lint.project import LONE_FILE, PackageFinder, ProjectFacts, defines, facts_of, project_root, summaries_needed
 from ray_lint.results import FileResult
 from ray_lint.source import Source, SourceError, decode, read_bytes
 
@@ -158,7 +158,12 @@ def lint_stdin(
 ) -> FileResult:
     """Lint text that did not come from a file (standard input). Where a finding depends on the rest of the
     project, the project of `path` is read (none for "-": a lone file)."""
-    facts = (lambda: project_facts([Path(path)], resolver)) if path != "-" else (lambda: LONE_FILE)
+    def facts(needed: set[str]) -> ProjectFacts:
+        if path == "-":
+            return LONE_FILE
+        known = project_facts([Path(path)], resolver)
+        return known | _summaries(_project_files([Path(path)], resolver), needed) if needed else known
+
     return _alone(lambda project: lint_data(data, Path(path), settings, options, project), facts, options)
 
 
@@ -167,18 +172,21 @@ def lint_document(source: Source, path: Path, settings: Settings, resolver: Reso
     when a finding depends on them."""
     return _alone(
         lambda project: lint_source(source, str(path), settings, options, project=project),
-        lambda: known_project_facts(path, resolver),
+        lambda needed: known_project_facts(path, resolver, needed),
         options,
     )
 
 
-def _alone(lint: Callable[[ProjectFacts | None], FileResult], facts: Callable[[], ProjectFacts], options: RunOptions) -> FileResult:
+def _alone(
+    lint: Callable[[ProjectFacts | None], FileResult], facts: Callable[[set[str]], ProjectFacts], options: RunOptions
+) -> FileResult:
     """Lint one file without its project's facts, then drop the findings they contradict, asking for them
-    only when a finding depends on them; a run that writes fixes or `# noqa` lints again with them."""
+    (and for the function summaries the findings need) only when a finding depends on them; a run that
+    writes fixes or `# noqa` lints again with them."""
     result = lint(None)
     if not any(d.conditional for d in result.diagnostics):
         return result
-    known = facts()
+    known = facts({fact for d in result.diagnostics for fact in summaries_needed(d.requires, LONE_FILE)})
     if options.fix or options.add_noqa:  # fixes of findings that depended on the facts were held back
         return lint(known)
     result.diagnostics = [d for d in result.diagnostics if known.keeps(d.unless, d.requires)]
@@ -304,16 +312,23 @@ def lint_paths(
 
 
 _KNOWN_PROJECTS: dict[Path, ProjectFacts] = {}  # by project root, for front-ends that see one file at a time
+_SOUGHT_SUMMARIES: dict[Path, set[str]] = {}  # the function summaries already looked for, by project root
 
 
-def known_project_facts(path: Path, resolver: Resolver) -> ProjectFacts:
-    """The facts of `path`'s project, read once per process (flake8, the language server); a file outside
-    any project is a lone file."""
+def known_project_facts(path: Path, resolver: Resolver, needed: Iterable[str] = ()) -> ProjectFacts:
+    """The facts of `path`'s project, read once per process (flake8, the language server), with the
+    function summaries in `needed` (each looked for once per process); a file outside any project is a
+    lone file."""
     root = project_root(path.absolute())
     if root is None:
         return LONE_FILE
     if root not in _KNOWN_PROJECTS:
         _KNOWN_PROJECTS[root] = project_facts([path.absolute()], resolver)
+    sought = _SOUGHT_SUMMARIES.setdefault(root, set())
+    new = set(needed) - sought
+    if new:
+        sought |= new
+        _KNOWN_PROJECTS[root] |= _summaries(_project_files([path.absolute()], resolver), new)
     return _KNOWN_PROJECTS[root]
 
 
@@ -321,6 +336,7 @@ def forget_project_facts(path: Path) -> None:
     """Read `path`'s project again next time (a file of it was saved)."""
     root = project_root(path.absolute())
     _KNOWN_PROJECTS.pop(root, None)  # type: ignore[arg-type]
+    _SOUGHT_SUMMARIES.pop(root, None)  # type: ignore[arg-type]
 
 
 def lint_in_project(text: str, path: Path, rules: list[Rule], resolver: Resolver, **engine_options: Any) -> list[Diagnostic]:
@@ -331,7 +347,7 @@ def lint_in_project(text: str, path: Path, rules: list[Rule], resolver: Resolver
     diagnostics = engine.lint_text(text, rules, project=None, **engine_options)
     if not any(d.conditional for d in diagnostics):
         return diagnostics
-    facts = known_project_facts(path, resolver)
+    facts = known_project_facts(path, resolver, {fact for d in diagnostics for fact in summaries_needed(d.requires, LONE_FILE)})
     return [d for d in diagnostics if facts.keeps(d.unless, d.requires)]
 
 
@@ -352,6 +368,27 @@ def _read_facts(paths: Iterable[Path], packages: PackageFinder) -> ProjectFacts:
     return ProjectFacts(frozenset(facts))
 
 
+def _summaries(paths: Iterable[Path], needed: set[str]) -> ProjectFacts:
+    """The function summaries of the modules among `paths` that may define a function in `needed`,
+    from ray-lint's own model (CPython's parse, which `_read_facts` uses, does not give them)."""
+    from ray_lint import engine
+
+    facts: set[str] = set()
+    for path in paths:
+        try:
+            text = decode(read_bytes(path), path).text
+        except SourceError:
+            continue
+        if any(defines(text, fact) for fact in needed):
+            facts |= engine.summary_facts(text)
+    return ProjectFacts(frozenset(facts))
+
+
+def _project_files(paths: list[Path], resolver: Resolver) -> list[Path]:
+    """`paths` and the rest of their projects."""
+    return [*paths, *_rest_of_projects(paths, resolver)]
+
+
 def _rest_of_projects(paths: list[Path], resolver: Resolver) -> Iterator[Path]:
     """The other files of the projects `paths` belong to (as `discover` finds them)."""
     seen = {path.absolute() for path in paths}
@@ -364,7 +401,8 @@ def _rest_of_projects(paths: list[Path], resolver: Resolver) -> Iterator[Path]:
 
 def resolve(results: list[FileResult], resolver: Resolver, packages: PackageFinder | None = None) -> list[FileResult]:
     """Drop the findings that project facts contradict (those linted without `project`): the facts the
-    results give first, and the rest of their projects only when a finding still depends on them."""
+    results give first, and the rest of their projects only when a finding still depends on them; then
+    the function summaries still needed, from the modules that may define them."""
     if not any(d.conditional for result in results for d in result.diagnostics):
         return results
     packages = packages or PackageFinder()
@@ -372,6 +410,9 @@ def resolve(results: list[FileResult], resolver: Resolver, packages: PackageFind
     facts = ProjectFacts(frozenset().union(*(result.provides for result in results), *map(packages.facts_of, paths)))
     if any(d.conditional and not facts.holds_any(d.unless) for result in results for d in result.diagnostics):  # undecided
         facts = ProjectFacts(facts.facts | _read_facts(_rest_of_projects(paths, resolver), packages).facts)
+    needed = {fact for result in results for d in result.diagnostics for fact in summaries_needed(d.requires, facts)}
+    if needed:  # modules no rule parsed (a helper without Ray tokens) may define them
+        facts = facts | _summaries(_project_files(paths, resolver), needed)
     for result in results:
         result.diagnostics = [d for d in result.diagnostics if facts.keeps(d.unless, d.requires)]
     return results

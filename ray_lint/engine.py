@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from ray_lint import noqa, pieces
-from ray_lint.analyses.gpu_use import gpu_facts, may_use_gpu
+from ray_lint.analyses.gpu_use import gpu_facts
 from ray_lint.analyses.waits import wait_facts
 from ray_lint.diagnostics import FILE_ERROR_CODE, Applicability, Diagnostic, Position, Timings, apply_edits, file_error
 from ray_lint.fixes import offered
@@ -98,9 +98,6 @@ def lint_text(
         if provides is not None and ".remote" in text:  # Ray code that the selected rules skip
             with clock("project facts"):
                 provides |= facts_of(text)
-        elif provides is not None and may_use_gpu(text):  # a GPU helper that Ray code elsewhere may call
-            with _collector_paused():
-                _check(text, [], _plain_line, clock, python_tree, project, provides)
         return []
     suppression = noqa.file_suppression(text)
     active = [rule for rule in wanting if not noqa.file_suppresses(suppression, rule.code)]
@@ -225,6 +222,24 @@ def _parse_and_run(
                 if may_give(text):
                     provides |= facts_of_calls(model.call_shapes())
         return _run_rules(model, rules, describe_line, clock)
+    finally:
+        model.close()
+
+
+def summary_facts(text: str) -> frozenset[str]:
+    """The function summaries a module gives the project (`waits:`, `blocks:`, `gpu:` facts), from the
+    semantic model: for a module a run did not parse, when a finding elsewhere needs one of its
+    functions. Nothing for a module that cannot be parsed."""
+    split = _split(text)
+    if split is not None and split[1] is not None:
+        return frozenset()
+    try:
+        with _collector_paused():
+            model = SemanticModel(_parse(text, split[0] if split is not None else None))
+    except Exception:  # a module that does not parse or is too deep gives no facts, as in `facts_of`
+        return frozenset()
+    try:
+        return frozenset((*gpu_facts(model, text), *wait_facts(model)))
     finally:
         model.close()
 

@@ -12,7 +12,12 @@ and which front-ends that see one file at a time read with CPython's parser (`fa
   spread from a dict (`Name.options(**opts)`) gives `*`, any option;
 - `actor:async:<Name>`, `actor:threaded:<Name>`: the actor class `Name` runs calls concurrently;
   `actor:sync:<Name>`: it runs them one at a time;
-- `package:<name>`: a top-level package or module of the project's own code.
+- `package:<name>`: a top-level package or module of the project's own code;
+- function summaries (`ray_lint.analyses.waits`, `ray_lint.analyses.gpu_use`): `waits:<key>`, the
+  function or method `key` (`fetch`, `Client.fetch`) submits a call and waits for it; `blocks:<key>`,
+  it blocks on `ray.get`/`ray.wait`; `gpu:<name>`, the function uses a GPU. Only ray-lint's own model
+  gives them, so a module no rule read is summarised on demand, when a finding elsewhere needs one of
+  its functions (`summaries_needed`, `defines`).
 
 A finding that depends on other files names the facts that would make it wrong (`unless`) or that
 it needs (`requires`); whoever has the project's facts keeps it or drops it (`ProjectFacts.keeps`).
@@ -44,6 +49,9 @@ class ProjectFacts:
 
     facts: frozenset[str] = frozenset()
 
+    def __or__(self, other: ProjectFacts) -> ProjectFacts:
+        return ProjectFacts(self.facts | other.facts)
+
     def holds_any(self, facts: Iterable[str]) -> bool:
         return any(fact in self.facts for fact in facts)
 
@@ -54,6 +62,19 @@ class ProjectFacts:
 
 
 LONE_FILE = ProjectFacts()  # a file seen without its project: no other file says anything
+SUMMARY_KINDS = ("waits:", "blocks:", "gpu:")
+
+
+def summaries_needed(requires: Iterable[str], known: ProjectFacts) -> set[str]:
+    """The function summaries among `requires` that `known` does not hold."""
+    return {fact for fact in requires if fact.startswith(SUMMARY_KINDS) and fact not in known.facts}
+
+
+def defines(text: str, fact: str) -> bool:
+    """Whether a module's text may define the function a summary fact names (`def fetch(`, or
+    `class Client` and `def fetch(` for `Client.fetch`): the cheap test before it is summarised."""
+    owner, _, function = fact.split(":", 1)[1].rpartition(".")
+    return f"def {function}(" in text and (not owner or f"class {owner}" in text)
 
 
 def given(option: str, name: str) -> tuple[str, ...]:

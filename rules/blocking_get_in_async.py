@@ -27,7 +27,7 @@ class BlockingGetInAsync(Rule):
     supersedes = ("RAY001",)  # in a coroutine the fix is to await, in a loop or not
     fixable = True
     tokens = ("async def",)
-    also_tokens = ("ray.get", "ray.wait", "import ray", "from ray import")
+    also_tokens = ("ray.get", "ray.wait", "import ray as", "from ray import", "@ray.remote")
     docs = """
 ## What it does
 Finds a call to `ray.get` or `ray.wait` (through any alias) in the body of an `async def`: an

@@ -128,8 +128,7 @@ class GetInLoop(Rule):
     severity = Severity.WARNING
     category = "perf"
     fixable = True
-    # a module that imports Ray may call, in a loop, a function of another module that waits on Ray
-    tokens = (".remote(", "import ray", "from ray")
+    tokens = (".remote(",)
     experiment = GetInLoopExperiment()
     options = (
         Option(
@@ -207,8 +206,9 @@ instances (`[w.get_attr(k) for w in self.workers]`, where `RayWorker.get_attr` d
 once after the loop. Not reported: a function that waits on an actor it was handed (a counter,
 a buffer), a method called on one object (its calls go to one actor), and a function that reads a
 small fact (`get_master_port`, or a method like `get_rank` on the actor). A function of another
-module is known from the project's facts (`waits:<name>`), so it is found when that module is
-linted in the same run, and only in modules that import Ray.
+module is known from the project's facts (`waits:<name>`): ray-lint summarises the module that
+defines it. Like every finding of this rule, it is looked for only in modules that submit Ray calls
+themselves (a `.remote(` call): the pre-filter that keeps ray-lint fast.
 
 The diagnostic is reported on the line of the `ray.get` call (or of the `await`, or of the helper
 call); put a `# noqa: RAY001` there.

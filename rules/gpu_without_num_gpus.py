@@ -84,8 +84,8 @@ calls, a method of the actor called on `self`, a `@cuda.jit` kernel launched as
 uses the GPU itself (followed up to three calls deep within a module). The message names the
 helper. A helper that picks the GPU only when there is one (`"cuda" if torch.cuda.is_available()
 else "cpu"`), or a call under a condition about GPUs, does not count. Another module's helper is
-known from the project's facts (`gpu:<name>`), so it is found when that module is linted in the
-same run.
+known from the project's facts (`gpu:<name>`): ray-lint summarises the module that defines it,
+even one that never mentions Ray.
 
 ## Why is this bad?
 Ray schedules by the resources a task requests, and `num_gpus` is what tells it a task needs

@@ -445,6 +445,34 @@ async def test_project_facts_from_other_files(client: Client) -> None:
     assert "RAY040" in codes(await lone.diagnostics())
 
 
+WRAPPER = (
+    "import ray\n\n@ray.remote\nclass Env:\n    def step(self, a):\n        return a\n\n"
+    "class Worker:\n    def __init__(self):\n        self.actor = Env.remote()\n\n"
+    "    def step(self, a):\n        return ray.get(self.actor.step.remote(a))\n"
+)
+WRAPPER_LOOP = (
+    "import ray\nfrom envs.wrapper import Worker\n\nworkers = [Worker() for _ in range(4)]\nout = [w.step(1) for w in workers]\n"
+    "refs = [w.actor.step.remote(0) for w in workers]\n"
+)
+
+
+@in_module_loop
+async def test_summaries_of_other_modules(client: Client) -> None:
+    """A wait one call away, in a wrapper another module defines, is found in the editor: the server
+    summarises the module that defines the wrapper; after the wrapper stops waiting and is saved, it is not."""
+    project = client.root / "wrapper_project"
+    (project / "envs").mkdir(parents=True, exist_ok=True)
+    (project / "pyproject.toml").write_text("[project]\nname = 'demo'\n", encoding="utf-8")
+    (project / "envs" / "__init__.py").write_text("", encoding="utf-8")
+    (project / "envs" / "wrapper.py").write_text(WRAPPER, encoding="utf-8")
+    doc = Doc.open(client, "wrapper_project/envs/loop.py", WRAPPER_LOOP)
+    assert "RAY001" in codes(await doc.diagnostics())
+    (project / "envs" / "wrapper.py").write_text(WRAPPER.replace("return ray.get(self.actor.step.remote(a))", "return self.actor.step.remote(a)"), encoding="utf-8")
+    client.text_document_did_save(types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=doc.uri)))
+    doc.change(WRAPPER_LOOP + "\n")
+    assert "RAY001" not in codes(await doc.diagnostics())
+
+
 @in_module_loop
 async def test_edits_update_diagnostics_of_the_unsaved_buffer(client: Client) -> None:
     """The buffer is linted, not the file: a clean file on disk opened with buggy text has the finding;

@@ -232,6 +232,8 @@ CALLERS = (
     "        self.worker = RayWorker(0)\n\n"
     "    async def handle(self, action):\n"
     "        return self.worker.step(action)\n"  # line 24: blocks the async actor's event loop
+    "\n"
+    "server = Server.remote()\n"
 )
 
 
@@ -248,3 +250,25 @@ def test_effects_one_call_away_need_the_other_module(run, tmp_path):
     """Without the module that waits (or uses the GPU), nothing says the call does: no finding."""
     write(tmp_path, {"pyproject.toml": "", "envs/__init__.py": "", "envs/callers.py": CALLERS})
     assert codes(check(run, tmp_path, ".")) == []
+
+
+def test_one_file_summarises_the_other_modules_it_needs(run, tmp_path):
+    """Checking one module (or standard input) summarises, with ray-lint's own model, the other modules
+    that may define the functions its findings need; a helper module without Ray tokens included."""
+    write(tmp_path, {"pyproject.toml": "", "envs/__init__.py": "", "envs/wrappers.py": WRAPPERS, "envs/callers.py": CALLERS})
+    expected = [("envs/callers.py", "RAY001", 9), ("envs/callers.py", "RAY006", 24), ("envs/callers.py", "RAY040", 14)]
+    assert codes(check(run, tmp_path, "envs/callers.py")) == expected
+    assert codes(check(run, tmp_path, "envs/callers.py")) == expected  # from the cache
+    stdin = check(run, tmp_path, "--stdin-filename", "envs/callers.py", "-", stdin=CALLERS)
+    assert [code for _, code, _ in codes(stdin)] == ["RAY001", "RAY006", "RAY040"]
+    write(tmp_path, {"envs/gpu.py": "def to_gpu(model):\n    return model.cuda()\n"})  # no Ray token at all
+    write(tmp_path, {"envs/wrappers.py": WRAPPERS.replace("def to_gpu(model):\n    return model.cuda()\n", "")})
+    write(tmp_path, {"envs/callers.py": CALLERS.replace("from envs.wrappers import RayWorker, to_gpu", "from envs.wrappers import RayWorker\nfrom envs.gpu import to_gpu")})
+    assert ("envs/callers.py", "RAY040", 15) in codes(check(run, tmp_path, "."))
+
+
+def test_flake8_summarises_the_modules_a_finding_needs(run, tmp_path):
+    write(tmp_path, {"pyproject.toml": "", "envs/__init__.py": "", "envs/wrappers.py": WRAPPERS, "envs/callers.py": CALLERS})
+    proc = run(["--select", "RAY", "envs/callers.py"], tmp_path, program=(sys.executable, "-m", "flake8"))
+    found = sorted(line.split(" ")[1] for line in proc.stdout.splitlines())
+    assert found == ["RAY001", "RAY006", "RAY040"], proc.stdout + proc.stderr

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from ray_lint.analyses.waits import from_library
 from ray_lint.model import SemanticModel
 from ray_lint.python_model import AFTER_ALL, FunctionInfo, child_nodes, dotted_name, literal_string
 
@@ -30,8 +31,10 @@ DELEGATING_KEYWORDS = frozenset({"num_gpus", "use_gpu", "resources_per_worker", 
 GPU_WORDS = ("cuda", "gpu")
 # How many helper calls deep a GPU use is followed within one module.
 MAX_HELPER_DEPTH = 3
-# A module without one of these uses no GPU in a way `gpu_facts` reports (its pre-filter).
-GPU_TOKENS = (".cuda(", "cuda", "cupy", "get_gpu_ids", "GPU", "devices(")
+# A module without one of these uses no GPU in a way `gpu_facts` reports (its pre-filter, which also
+# decides whether a module that no rule reads is parsed for its facts: "GPU" alone is in every
+# `resources={"GPU": 1}` and would parse hundreds of modules of Ray's own tree for nothing).
+GPU_TOKENS = (".cuda(", "'cuda", '"cuda', "torch.cuda.", "cupy", "numba", "get_gpu_ids", "/GPU", "jax.devices")
 
 
 @dataclass(frozen=True)
@@ -134,7 +137,7 @@ class _GpuHelpers:
         if site is None or not isinstance(func, cst.Name) or not func.value[:1].islower():
             return None
         binding = self.model.reaching_binding(func.value, site.scope, site.index)
-        if binding is None or binding.kind != "import":
+        if binding is None or binding.kind != "import" or from_library(binding):
             return None
         if binding.imported is not None:
             return binding.imported

@@ -10,15 +10,21 @@ does), not to a method that blocks on purpose or reads a small fact (`blocks_or_
 whose own name says it reads one (`get_master_port`), and not after a `ray.wait` with a timeout on the
 same ref.
 
+A wider summary serves RAY006: a synchronous function *blocks* when it calls `ray.get` or `ray.wait`
+anywhere in its body (not only in an `except` fallback, not polling with `timeout=0`), whatever it waits
+for; a sync method of an actor class counts too, for the async methods of the same actor.
+
 Keys are `name` for a module-level function and `Class.name` for a method of a plain class (not an actor:
-its methods run in a worker). Other modules learn them through the project facts `waits:<key>`
-(`wait_facts`), and `waiter_called` resolves a call to one: a function of this module or imported
-(`from .client import fetch`), a method of `self`, or of the instances of a class held in a list or dict
+its methods run in a worker; for `blocks`, actor classes too). Other modules learn them through the
+project facts `waits:<key>` and `blocks:<key>` (`wait_facts`), and `waiter_called` resolves a call to one:
+a function of this module or imported (`from .client import fetch`), a method of `self`, of an object the
+class holds (`self.client = Client()`), or of the instances of a class held in a list or dict
 (`for w in self.workers: w.get_attr(k)`).
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -89,7 +95,7 @@ def waiter_called(model: SemanticModel, site: CallSite, *, instances_only: bool 
         if binding.kind == "def" and id(binding.node) in functions:
             key, get = functions[id(binding.node)]
             return Waiter(key, get)
-        if binding.kind == "import" and func.value[:1].islower():
+        if binding.kind == "import" and func.value[:1].islower() and not from_library(binding):
             return Waiter(binding.imported or func.value, requires=(f"{fact}:{func.value}",))
         return None
     if not isinstance(func, cst.Attribute):
@@ -106,13 +112,17 @@ def waiter_called(model: SemanticModel, site: CallSite, *, instances_only: bool 
     cls = _element_class(model, receiver, site) if instances_only else _instance_class(model, receiver, site)
     if cls is None:
         return None
-    local = _local_class(model, cls)
+    local = _local_class(model, cls) if "." not in cls else None
     if local is not None:
         info = model.method(local, method)
         if info is None or id(info.node) not in functions:
             return None
         key, get = functions[id(info.node)]
         return Waiter(key, get)
+    module, _, cls = cls.rpartition(".")  # `asyncio.Condition(...)`: the module it is reached through
+    binding = model.reaching_binding(module or cls, model.module_scope, AFTER_ALL)
+    if binding is not None and binding.kind == "import" and from_library(binding):
+        return None  # `threading.Condition`, a class of Ray's own API: not the project's wrapper
     return Waiter(f"{cls}.{method}", requires=(f"{fact}:{cls}.{method}",))
 
 
@@ -139,6 +149,13 @@ class _Waiting:
                     continue
                 if _waits_on_own_submission(model, info, get):
                     self.functions[id(info.node)] = (key, get)
+
+
+def from_library(binding: Binding) -> bool:
+    """An import from the standard library or from Ray: never the project's own function or class, so a
+    call of it needs no project fact (and makes no finding that waits for one)."""
+    top = (binding.imported or "").split(".", 1)[0]
+    return top in sys.stdlib_module_names or top == "ray"
 
 
 def _named_as_fact(name: str) -> bool:
@@ -294,12 +311,18 @@ def _value_of(model: SemanticModel, expr: cst.BaseExpression, site: CallSite, de
 
 
 def _constructed(expr: cst.BaseExpression | None) -> str | None:
-    """`Worker` for `Worker(...)` or `mod.Worker(...)`: a capitalized name called (a class, by convention)."""
+    """`Worker` for `Worker(...)`, `mod.Worker` for `mod.Worker(...)`: a capitalized name called (a class,
+    by convention), with the module name it is reached through."""
     if not isinstance(expr, cst.Call):
         return None
     func = expr.func
-    name = func.value if isinstance(func, cst.Name) else func.attr.value if isinstance(func, cst.Attribute) else None
-    return name if name is not None and name[:1].isupper() else None
+    if isinstance(func, cst.Name):
+        name = func.value
+    elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name):
+        name = f"{func.value.value}.{func.attr.value}"
+    else:
+        return None
+    return name if name.rpartition(".")[2][:1].isupper() else None
 
 
 def _is_name(expr: cst.BaseExpression, name: str) -> bool:
