@@ -30,7 +30,17 @@ from ray_lint.config import Resolver, Settings
 from ray_lint.diagnostics import FILE_ERROR_CODE, Applicability, Diagnostic, Timings, file_error
 from ray_lint.files import Skipped, discover
 from ray_lint.notebook import CellsChanged
-from ray_lint.project import LONE_FILE, PackageFinder, ProjectFacts, defines, facts_of, project_root, summaries_needed
+from ray_lint.project import (
+    LONE_FILE,
+    PackageFinder,
+    ProjectFacts,
+    defines,
+    facts_of,
+    from_own_code,
+    project_root,
+    summaries_needed,
+    undecided,
+)
 from ray_lint.results import FileResult
 from ray_lint.source import Source, SourceError, decode, read_bytes
 
@@ -162,6 +172,7 @@ def lint_stdin(
         if path == "-":
             return LONE_FILE
         known = project_facts([Path(path)], resolver)
+        needed = from_own_code(data.decode("utf-8", "replace"), needed, known) if needed else needed
         return known | _summaries(_project_files([Path(path)], resolver), needed) if needed else known
 
     return _alone(lambda project: lint_data(data, Path(path), settings, options, project), facts, options)
@@ -326,6 +337,7 @@ def known_project_facts(path: Path, resolver: Resolver, needed: Iterable[str] = 
         _KNOWN_PROJECTS[root] = project_facts([path.absolute()], resolver)
     sought = _SOUGHT_SUMMARIES.setdefault(root, set())
     new = set(needed) - sought
+    new = _from_own_code(path, new, _KNOWN_PROJECTS[root]) if new else new
     if new:
         sought |= new
         _KNOWN_PROJECTS[root] |= _summaries(_project_files([path.absolute()], resolver), new)
@@ -368,6 +380,13 @@ def _read_facts(paths: Iterable[Path], packages: PackageFinder) -> ProjectFacts:
     return ProjectFacts(frozenset(facts))
 
 
+def _from_own_code(path: Path, needed: set[str], known: ProjectFacts) -> set[str]:
+    try:
+        return from_own_code(decode(read_bytes(path), path).text, needed, known)
+    except SourceError:
+        return set()
+
+
 def _summaries(paths: Iterable[Path], needed: set[str]) -> ProjectFacts:
     """The function summaries of the modules among `paths` that may define a function in `needed`,
     from ray-lint's own model (CPython's parse, which `_read_facts` uses, does not give them)."""
@@ -392,7 +411,8 @@ def _project_files(paths: list[Path], resolver: Resolver) -> list[Path]:
 def _rest_of_projects(paths: list[Path], resolver: Resolver) -> Iterator[Path]:
     """The other files of the projects `paths` belong to (as `discover` finds them)."""
     seen = {path.absolute() for path in paths}
-    roots = {root for root in map(project_root, paths) if root is not None}
+    known: dict[Path, Path | None] = {}
+    roots = {root for root in (project_root(path, known) for path in paths) if root is not None}
     for found in discover(sorted(roots), resolver):
         if not isinstance(found, Skipped) and found.absolute() not in seen:
             seen.add(found.absolute())
@@ -408,9 +428,13 @@ def resolve(results: list[FileResult], resolver: Resolver, packages: PackageFind
     packages = packages or PackageFinder()
     paths = [Path(result.path) for result in results]
     facts = ProjectFacts(frozenset().union(*(result.provides for result in results), *map(packages.facts_of, paths)))
-    if any(d.conditional and not facts.holds_any(d.unless) for result in results for d in result.diagnostics):  # undecided
+    if any(d.conditional and undecided(d.unless, d.requires, facts) for result in results for d in result.diagnostics):
         facts = ProjectFacts(facts.facts | _read_facts(_rest_of_projects(paths, resolver), packages).facts)
-    needed = {fact for result in results for d in result.diagnostics for fact in summaries_needed(d.requires, facts)}
+    needed: set[str] = set()
+    for result in results:
+        wanted = {fact for d in result.diagnostics for fact in summaries_needed(d.requires, facts)}
+        if wanted:  # only functions the module imports from the project's own code have summaries to find
+            needed |= _from_own_code(Path(result.path), wanted, facts)
     if needed:  # modules no rule parsed (a helper without Ray tokens) may define them
         facts = facts | _summaries(_project_files(paths, resolver), needed)
     for result in results:

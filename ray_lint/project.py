@@ -65,9 +65,49 @@ LONE_FILE = ProjectFacts()  # a file seen without its project: no other file say
 SUMMARY_KINDS = ("waits:", "blocks:", "gpu:")
 
 
+def undecided(unless: Iterable[str], requires: Iterable[str], known: ProjectFacts) -> bool:
+    """Whether reading more of the project with CPython's parser (`facts_of`) may decide a finding: none
+    of `unless` holds yet, or some plain fact it `requires` is not known. (That parse gives no function
+    summaries: those are looked for separately, `summaries_needed`.)"""
+    unless = tuple(unless)
+    if unless and not known.holds_any(unless):
+        return True
+    plain = [fact for fact in requires if not fact.startswith(SUMMARY_KINDS)]
+    return bool(plain) and not known.holds_any(plain)
+
+
 def summaries_needed(requires: Iterable[str], known: ProjectFacts) -> set[str]:
     """The function summaries among `requires` that `known` does not hold."""
     return {fact for fact in requires if fact.startswith(SUMMARY_KINDS) and fact not in known.facts}
+
+
+def from_own_code(text: str, facts: Iterable[str], known: ProjectFacts) -> set[str]:
+    """The summary facts among `facts` whose function (or class) the module `text` imports from the
+    project's own code: relatively, or from a top-level package `known` names (`package:`). A function
+    imported from an installed library has no summary to look for."""
+    own_tops = [fact.split(":", 1)[1] for fact in known.facts if fact.startswith("package:")]
+    if "from ." not in text and not any(f"from {top}" in text or f"import {top}" in text for top in own_tops):
+        return set()  # imports nothing of the project's own: nothing to parse
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return set()
+    sources: dict[str, str] = {}  # imported name -> its top-level module ("" for a relative import)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            top = "" if node.level else (node.module or "").split(".", 1)[0]
+            sources.update((alias.asname or alias.name, top) for alias in node.names)
+        elif isinstance(node, ast.Import):
+            sources.update((alias.asname or alias.name.split(".", 1)[0], alias.name.split(".", 1)[0]) for alias in node.names)
+    own = set()
+    for fact in facts:
+        name = fact.split(":", 1)[1].split(".", 1)[0]  # the function, or the class of a method
+        top = sources.get(name)
+        if top == "" or (top is not None and known.holds_any(own_module(top))):
+            own.add(fact)
+    return own
 
 
 def defines(text: str, fact: str) -> bool:
@@ -230,9 +270,24 @@ class PackageFinder:
         return self._top[directory]
 
 
-def project_root(path: Path) -> Path | None:
-    """The nearest directory at or above `path` that marks a project (a pyproject.toml, a .git, ...)."""
-    for folder in (path if path.is_dir() else path.parent, *path.parents):
+def project_root(path: Path, known: dict[Path, Path | None] | None = None) -> Path | None:
+    """The nearest directory at or above `path` that marks a project (a pyproject.toml, a .git, ...).
+    `known` remembers each directory's answer across calls: a tree of thousands of files asks about
+    a few hundred directories."""
+    folder = path if path.is_dir() else path.parent
+    seen: list[Path] = []
+    root: Path | None = None
+    while True:
+        if known is not None and folder in known:
+            root = known[folder]
+            break
+        seen.append(folder)
         if any((folder / marker).exists() for marker in PROJECT_MARKERS):
-            return folder
-    return None
+            root = folder
+            break
+        if folder.parent == folder:
+            break
+        folder = folder.parent
+    if known is not None:
+        known.update((each, root) for each in seen)
+    return root
