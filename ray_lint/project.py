@@ -88,11 +88,8 @@ def from_own_code(text: str, facts: Iterable[str], known: ProjectFacts) -> set[s
     own_tops = [fact.split(":", 1)[1] for fact in known.facts if fact.startswith("package:")]
     if "from ." not in text and not any(f"from {top}" in text or f"import {top}" in text for top in own_tops):
         return set()  # imports nothing of the project's own: nothing to parse
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            tree = ast.parse(text)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
+    tree = _parsed(text)
+    if tree is None:
         return set()
     sources: dict[str, str] = {}  # imported name -> its top-level module ("" for a relative import)
     for node in ast.walk(tree):
@@ -168,17 +165,24 @@ def facts_of(text: str) -> frozenset[str]:
     parse). The engine gets the same facts from its semantic model instead (`SemanticModel.call_shapes`)."""
     if not may_give(text) and ".remote" not in text:
         return frozenset()
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            tree = ast.parse(text)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
+    tree = _parsed(text)
+    if tree is None:
         return frozenset()
     nodes = list(ast.walk(tree))
     actors = frozenset(fact for node in nodes if isinstance(node, ast.ClassDef) for fact in _actor_facts(node))
     if not may_give(text):
         return actors
     return actors | facts_of_calls(_shape(node) for node in nodes if isinstance(node, ast.Call) and _may_matter(node))
+
+
+def _parsed(text: str) -> ast.Module | None:
+    """CPython's parse of a module, or None for text it cannot parse (its warnings silenced)."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
 
 
 def may_give(text: str) -> bool:
