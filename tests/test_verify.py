@@ -324,6 +324,33 @@ def test_leftover_search_finds_a_process_that_outlived_the_command(tmp_path: Pat
     assert _wait_for_none(lambda: _session_processes(command.pid, "/nonexistent-temp-root"), grace_s=10) == {}
 
 
+@pytest.mark.parametrize(
+    ("files", "named", "expected"),
+    [
+        ({}, "missing.py", "missing.py: no such file or directory"),
+        ({"broken.py": "import ray\n\ndef f(:\n    pass\n"}, "broken.py", "broken.py:3:7: SyntaxError: invalid syntax"),
+        ({"plain.py": "def f(:\n"}, "plain.py", "plain.py:1:7: SyntaxError: invalid syntax"),  # no rule reads it: Python's error still
+        ({"ok.py": "import ray\n", "sub/broken.py": "x = (\n"}, ".", "broken.py:1:5: SyntaxError: '(' was never closed"),
+    ],
+)
+def test_bad_input_exits_2_with_pythons_error_and_starts_no_cluster(tmp_path: Path, files: dict[str, str], named: str, expected: str) -> None:
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    proc = subprocess.run([sys.executable, "-m", "ray_lint", "verify", named], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert expected in proc.stderr
+    assert "local cluster" not in proc.stderr and "executes the code" not in proc.stderr  # no cluster was started
+
+
+def test_nothing_to_verify_starts_no_cluster(tmp_path: Path) -> None:
+    (tmp_path / "clean.py").write_text("import ray\n\n@ray.remote\ndef f(x):\n    return x\n\nprint(ray.get([f.remote(i) for i in range(4)]))\n")
+    proc = subprocess.run([sys.executable, "-m", "ray_lint", "verify", "clean.py"], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "No findings with an experiment." in proc.stdout
+    assert "local cluster" not in proc.stderr
+
+
 def test_help_says_it_executes_code() -> None:
     proc = subprocess.run([sys.executable, "-m", "ray_lint", "verify", "--help"], capture_output=True, text=True)
     assert "EXECUTES" in proc.stdout

@@ -33,7 +33,19 @@ def run_verify(args: argparse.Namespace, resolver: Resolver, stdout: TextIO, std
         err.print("ray-lint: error: `ray-lint verify` needs Ray: install ray-lint with its verify extra, `pip install '/path/to/ray-lint[verify]'`", markup=False)
         return EXIT_ERROR
     from ray_lint.verify.cluster import Cluster
-    from ray_lint.verify.runner import verify
+    from ray_lint.verify.runner import lint_for_verify, verify
+
+    paths = args.paths or [Path(".")]
+    linted = lint_for_verify(paths, resolver)  # before any cluster: bad input costs no start-up
+    problems = linted.problems()
+    if problems:
+        for problem in problems:
+            err.print(f"ray-lint: error: {problem}", markup=False)
+        err.print("ray-lint: error: nothing was run; fix these files first", markup=False)
+        return EXIT_ERROR
+    if not linted.verifiable():
+        render([], make_console(stdout, args.color))
+        return EXIT_OK
 
     err.print("[bold]ray-lint verify runs the flagged code and its fixed form; this executes the code in these files.[/]")
     with err.status("starting a local Ray cluster" if args.address is None else f"connecting to {escape(args.address)}"):
@@ -51,7 +63,7 @@ def run_verify(args: argparse.Namespace, resolver: Resolver, stdout: TextIO, std
             def advance(path: str, total: int) -> None:
                 progress.update(bar, total=total, advance=1, description=escape(Path(path).name))
 
-            verdicts = verify(args.paths or [Path(".")], resolver, cluster, args.repeat, args.timeout, advance, args.trace_dir)
+            verdicts = verify(paths, resolver, cluster, args.repeat, args.timeout, advance, args.trace_dir, linted)
     finally:
         cluster.stop()
     if args.report is not None:

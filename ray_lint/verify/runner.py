@@ -6,6 +6,7 @@ This executes the user's code. Only `ray-lint verify` calls it.
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import re
@@ -13,16 +14,18 @@ import signal
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from contextlib import suppress
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from ray_lint.api import RunOptions, lint_file, resolve
+from ray_lint.diagnostics import FILE_ERROR_CODE
 from ray_lint.config import Resolver
 from ray_lint.experiment import Experiment, Plan, Run, Subject, Variant, Verdict
-from ray_lint.files import discover
+from ray_lint.files import Skipped, discover
+from ray_lint.results import FileResult
 from ray_lint.rule import rule_by_code_or_name
 from ray_lint.source import is_notebook
 from ray_lint.verify.cluster import Cluster
@@ -52,25 +55,73 @@ def verify(
     timeout: float = 60.0,
     progress: Callable[[str, int], None] = lambda path, total: None,
     trace_dir: Path | None = None,
+    linted: Linted | None = None,
 ) -> list[Verdict]:
-    """Lint `paths`, run an experiment for every finding of a rule that has one, return the verdicts
-    (in file and line order). `progress(path, total)` is called after each experiment."""
-    # Notebooks are linted but not run: their cells expect a kernel's state and order.
-    files = [item for item in discover(paths, resolver) if isinstance(item, Path) and not is_notebook(item)]
-    jobs, verdicts = plan_findings(files, resolver, cluster)
+    """Lint `paths` (unless `linted` already holds their results), run an experiment for every finding of a
+    rule that has one, return the verdicts (in file and line order). `progress(path, total)` is called
+    after each experiment."""
+    jobs, verdicts = plan_findings(linted if linted is not None else lint_for_verify(paths, resolver), cluster)
     verdicts += run_jobs(jobs, cluster, repeat, timeout, lambda path: progress(path, len(jobs)), trace_dir)
     return sorted(verdicts, key=lambda v: (v.path, v.line, v.code))
 
 
-def plan_findings(files: Iterable[Path], resolver: Resolver, cluster: Cluster) -> tuple[list[Job], list[Verdict]]:
-    """Lint the files; plan an experiment for each finding whose rule has one."""
-    files = list(files)
-    jobs, verdicts = [], []
+@dataclass
+class Linted:
+    """What `verify` lints before it needs a cluster: each file's result, and the named paths that do not exist."""
+
+    results: list[tuple[Path, FileResult]]
+    missing: list[Path]
+
+    def problems(self) -> list[str]:
+        """Why the code cannot run as it is: a named path that does not exist, a file Python cannot compile
+        (Python's own error, whether or not a rule read the file), or one ray-lint cannot read (RAY000)."""
+        found = [f"{path}: no such file or directory" for path in self.missing]
+        for path, result in self.results:
+            error = _syntax_error(result)
+            if error is not None:
+                found.append(f"{path}:{error.lineno}:{error.offset}: {type(error).__name__}: {error.msg}")
+                continue
+            found += [f"{path}:{d.start.line}:{d.start.column}: {d.message}" for d in result.diagnostics if d.code == FILE_ERROR_CODE]
+        return found
+
+    def verifiable(self) -> int:
+        """How many findings belong to a rule with an experiment."""
+        return sum(1 for _, result in self.results for d in result.diagnostics if _experiment_of(d.code) is not None)
+
+
+def lint_for_verify(paths: list[Path], resolver: Resolver) -> Linted:
+    """Lint what `verify` would run, with the project's facts. Notebooks are linted elsewhere but not run
+    here: their cells expect a kernel's state and order."""
+    found = list(discover(paths, resolver))
+    files = [item for item in found if isinstance(item, Path) and not is_notebook(item)]
+    missing = [item.path for item in found if isinstance(item, Skipped) and not item.path.exists()]
     results = resolve([lint_file(path, resolver.settings_for(path), RunOptions(write=False)) for path in files], resolver)
-    for path, result in zip(files, results):
+    return Linted(list(zip(files, results)), missing)
+
+
+def _syntax_error(result: FileResult) -> SyntaxError | None:
+    if result.source is None:
+        return None
+    try:
+        compile(result.source, result.path, "exec", dont_inherit=True, flags=ast.PyCF_ONLY_AST)
+    except SyntaxError as error:
+        return error
+    except (ValueError, RecursionError, MemoryError):
+        return None  # a NUL byte or a nesting too deep: RAY000 says so
+    return None
+
+
+def _experiment_of(code: str) -> Experiment | None:
+    rule = rule_by_code_or_name(code)
+    return rule.experiment if rule is not None else None
+
+
+def plan_findings(linted: Linted, cluster: Cluster) -> tuple[list[Job], list[Verdict]]:
+    """Plan an experiment for each finding whose rule has one."""
+    jobs, verdicts = [], []
+    for path, result in linted.results:
         for diagnostic in result.diagnostics:
-            rule = rule_by_code_or_name(diagnostic.code)
-            experiment = rule.experiment if rule is not None else None
+            experiment = _experiment_of(diagnostic.code)
             if experiment is None or result.source is None:
                 continue
             subject = Subject(str(path), result.source, diagnostic, cluster.num_cpus, cluster.num_gpus)
