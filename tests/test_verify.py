@@ -185,6 +185,8 @@ def test_a_hanging_script_is_inconclusive_and_leaves_the_cluster_usable(cluster:
     verdict = only(verdicts, "RAY001")
     assert (verdict.status, verdict.mode) == ("inconclusive", "measured"), verdict.summary
     assert "timed out" in verdict.summary
+    written, fixed = verdict.runs
+    assert (len(written), len(fixed)) == (1, 0)  # one time limit spent: the fixed form is not run after a hang
     assert_cluster_still_works(cluster, tmp_path / "after")
 
 

@@ -162,11 +162,14 @@ def run_jobs(
 
 
 def run_job(job: Job, cluster: Cluster, repeat: int, timeout: float, scratch: Path) -> None:
-    """A B pairs, `repeat` times (once for evidence) or until a run fails. When the code cannot run as is (its first run
+    """A B pairs, `repeat` times (once for evidence) or until a run fails; a variant that times out is not
+    run again, and its fixed form is not run after it. When the code cannot run as is (its first run
     raises or exits, rather than hanging), the rule's model takes its place, and says why."""
 
     def pair() -> bool:
         job.a.append(run_variant(cluster, job.plan.a, job.subject.path, timeout, scratch))
+        if job.a[-1].timed_out:  # the fixed form would most likely hang the same way (a driver stuck before
+            return False         # the flagged code): one time limit spent, not two
         job.b.append(run_variant(cluster, job.plan.b, job.subject.path, timeout, scratch))
         return job.a[-1].ok and job.b[-1].ok
 
