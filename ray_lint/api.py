@@ -32,6 +32,7 @@ from ray_lint.files import Skipped, discover
 from ray_lint.notebook import CellsChanged
 from ray_lint.project import (
     LONE_FILE,
+    SUMMARISED,
     PackageFinder,
     ProjectFacts,
     defines,
@@ -436,7 +437,8 @@ def resolve(results: list[FileResult], resolver: Resolver, packages: PackageFind
         if wanted:  # only functions the module imports from the project's own code have summaries to find
             needed |= _from_own_code(Path(result.path), wanted, facts)
     if needed:  # modules no rule parsed (a helper without Ray tokens) may define them
-        facts = facts | _summaries(_project_files(paths, resolver), needed)
+        parsed = {Path(result.path) for result in results if SUMMARISED in result.provides}
+        facts = facts | _summaries([p for p in _project_files(paths, resolver) if p not in parsed], needed)
     for result in results:
         result.diagnostics = [d for d in result.diagnostics if facts.keeps(d.unless, d.requires)]
     return results

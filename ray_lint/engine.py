@@ -23,7 +23,7 @@ from ray_lint.analyses.waits import wait_facts
 from ray_lint.diagnostics import FILE_ERROR_CODE, Applicability, Diagnostic, Position, Timings, apply_edits, file_error
 from ray_lint.fixes import offered
 from ray_lint.model import SemanticModel
-from ray_lint.project import LONE_FILE, ProjectFacts, facts_of, facts_of_calls, may_give
+from ray_lint.project import LONE_FILE, SUMMARISED, ProjectFacts, facts_of, facts_of_calls, may_give
 from ray_lint.rule import Context, Report, Rule
 from ray_lint.syntax import parses, python_parse
 
@@ -217,8 +217,7 @@ def _parse_and_run(
         if provides is not None:
             with clock("project facts"):
                 provides |= set(model.actor_facts())
-                provides |= set(gpu_facts(model, text))
-                provides |= set(wait_facts(model))
+                provides |= {SUMMARISED, *gpu_facts(model, text), *wait_facts(model)}
                 if may_give(text):
                     provides |= facts_of_calls(model.call_shapes())
         return _run_rules(model, rules, describe_line, clock)

@@ -17,7 +17,8 @@ and which front-ends that see one file at a time read with CPython's parser (`fa
   function or method `key` (`fetch`, `Client.fetch`) submits a call and waits for it; `blocks:<key>`,
   it blocks on `ray.get`/`ray.wait`; `gpu:<name>`, the function uses a GPU. Only ray-lint's own model
   gives them, so a module no rule read is summarised on demand, when a finding elsewhere needs one of
-  its functions (`summaries_needed`, `defines`).
+  its functions (`summaries_needed`, `defines`); `summarised` says a module's summaries are among its
+  facts already (it was parsed), so it is not read again for them.
 
 A finding that depends on other files names the facts that would make it wrong (`unless`) or that
 it needs (`requires`); whoever has the project's facts keeps it or drops it (`ProjectFacts.keeps`).
@@ -63,6 +64,7 @@ class ProjectFacts:
 
 LONE_FILE = ProjectFacts()  # a file seen without its project: no other file says anything
 SUMMARY_KINDS = ("waits:", "blocks:", "gpu:")
+SUMMARISED = "summarised"
 
 
 def undecided(unless: Iterable[str], requires: Iterable[str], known: ProjectFacts) -> bool:

@@ -227,6 +227,11 @@ def constant_int(
     return None
 
 
+def is_name(expr: cst.BaseExpression, name: str) -> bool:
+    """`expr` is the bare name `name`."""
+    return isinstance(expr, cst.Name) and expr.value == name
+
+
 def root_name(expr: cst.BaseExpression) -> str | None:
     """`self` for `self.a.b[0].c`: the name an attribute/subscript chain starts from."""
     while isinstance(expr, (cst.Attribute, cst.Subscript)):
@@ -355,6 +360,7 @@ class PythonModel:
         self._definitions: dict[int, Binding] = {}  # id of a def or class -> the binding of its name
         self._names_bound: dict[int, frozenset[str]] = {}
         self._methods: dict[int, dict[str, FunctionInfo]] = {}
+        self._self_stores: dict[int, dict[str, list[Store]]] = {}
         self._positions: Positions | None = None
         self._calls_to: dict[str, tuple[CallSite, ...]] = {}
         self.marked_large: set[int] = set()  # ids of statements on a line that says `# ray-lint: large`
@@ -490,6 +496,31 @@ class PythonModel:
 
     def function_info(self, node: cst.FunctionDef) -> FunctionInfo | None:
         return self._function_by_node.get(id(node))
+
+    def class_info(self, node: cst.ClassDef) -> ClassInfo | None:
+        return self._class_by_node.get(id(node))
+
+    def self_stores(self, cls: ClassInfo) -> dict[str, list[Store]]:
+        """The writes through `self` in the class's own methods (`self.x = v`, `self.x[k] = v`,
+        `del self.x`), by attribute name, in event order; memoized per class."""
+        found = self._self_stores.get(id(cls))
+        if found is None:
+            found = self._self_stores[id(cls)] = defaultdict(list)
+            for store in between(self.stores, cls.scope.start, cls.scope.end):
+                target = store.target
+                while isinstance(target, cst.Subscript) or (isinstance(target, cst.Attribute) and isinstance(target.value, cst.Attribute)):
+                    target = target.value  # `self.x[k]`, `self.x.y`: a write to what `self.x` holds
+                function = store.scope.function
+                info = self.function_info(function.node) if function is not None else None  # type: ignore[arg-type]
+                if (
+                    isinstance(target, cst.Attribute)
+                    and isinstance(target.value, cst.Name)
+                    and info is not None
+                    and info.owner is cls
+                    and target.value.value == "self"
+                ):
+                    found[target.attr.value].append(store)
+        return found
 
     def method(self, cls: ClassInfo, name: str) -> FunctionInfo | None:
         """The method `name` defined in the body of `cls` (the last definition wins, as in Python)."""

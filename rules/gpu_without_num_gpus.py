@@ -267,18 +267,23 @@ task that used several GPUs needs a larger number.
         for remote in model.remote_defs:
             if model.gpu_request(remote) != "none":
                 continue
-            use = next((use for function in model.remote_functions(remote) for use in gpu_uses(model, function)), None)
-            if use is None:
-                continue
-            what = "actor" if remote.kind == "actor" else "task"
-            if use.helper is None:
-                where = f"on {ctx.line_of(use.marker)} (`{ctx.snippet(use.marker, 24)}`)"
-            elif use.requires:  # another module's function: its name says where
-                where = f"in `{use.helper}`"
+            uses = [use for function in model.remote_functions(remote) for use in gpu_uses(model, function)]
+            certain = next((use for use in uses if not use.requires), None)
+            imported = [use for use in uses if use.requires]  # another module's functions: their names say where
+            if certain is not None and certain.helper is None:
+                where = f"on {ctx.line_of(certain.marker)} (`{ctx.snippet(certain.marker, 24)}`)"
+            elif certain is not None:
+                where = f"in `{certain.helper}` ({ctx.line_of(certain.marker)})"
+            elif len(imported) == 1:
+                where = f"in `{imported[0].helper}`"
+            elif imported:  # whichever of them the project says uses a GPU
+                where = f"in one of {', '.join(f'`{use.helper}`' for use in imported[:3])}{', ...' if len(imported) > 3 else ''}"
             else:
-                where = f"in `{use.helper}` ({ctx.line_of(use.marker)})"
+                continue
+            requires = () if certain is not None else tuple(fact for use in imported for fact in use.requires)
+            what = "actor" if remote.kind == "actor" else "task"
             message = f"{what} `{remote.name}` uses a GPU {where} without `num_gpus`"
-            ctx.report(remote.declared_at, message, self._fix(ctx, remote), unless=given("num_gpus", remote.name), requires=use.requires)
+            ctx.report(remote.declared_at, message, self._fix(ctx, remote), unless=given("num_gpus", remote.name), requires=requires)
 
     def _fix(self, ctx: Context, remote: RemoteDef) -> FixPlan | None:
         """`num_gpus=1` in the decorator or `ray.remote(...)` call, unless some `.options` sets it to 0."""

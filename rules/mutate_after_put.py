@@ -11,7 +11,7 @@ from ray_lint.analyses.actor_state import MUTATING_METHODS, changed_parameters
 from ray_lint.analyses.arrays import NUMPY_MAKERS
 from ray_lint.diagnostics import Severity
 from ray_lint.model import SemanticModel
-from ray_lint.python_model import Binding, CallSite, FunctionInfo, Scope, iter_subtree, path_to, root_name
+from ray_lint.python_model import Binding, CallSite, FunctionInfo, Scope, is_name, iter_subtree, path_to, root_name
 from ray_lint.rule import Context, Invalid, Rule, Valid
 
 # Of the model's mutating methods, those that change a value's data (not a file, a connection or a
@@ -306,7 +306,7 @@ def _first_change(model: SemanticModel, put: _Put) -> _Change | None:
     for site in model.calls:  # a function of the module that changes the object it is handed
         callee = _function_called(model, site)
         positions = changed_parameters(model, callee) if callee is not None else frozenset()
-        passed = {i for i, arg in enumerate(site.node.args) if not arg.keyword and not arg.star and _is_name(arg.value, name)}
+        passed = {i for i, arg in enumerate(site.node.args) if not arg.keyword and not arg.star and is_name(arg.value, name)}
         if callee is not None and positions & passed and site.statement is not None and holds_object(site.scope, site.index):
             changes.append(_Change(site.node, site.statement, site.index, callee.node.name.value))
     if _mutable_container(model, put.value):
@@ -368,9 +368,6 @@ def _later_use(model: SemanticModel, put: _Put, change: _Change, submissions: li
     loops = [loop for loop in model.loops if loop.contains_index(change.index) and not loop.contains_index(put.site.index)]
     return next((site for site in uses if put.site.index < site.index and any(loop.contains_index(site.index) for loop in loops)), None)
 
-
-def _is_name(expr: cst.BaseExpression, name: str) -> bool:
-    return isinstance(expr, cst.Name) and expr.value == name
 
 
 def _names(expr: cst.CSTNode, name: str) -> bool:

@@ -403,15 +403,11 @@ def _can_exit(body: cst.CSTNode, this: str, fixed: frozenset[str]) -> bool:
 def _constructor_only(model: SemanticModel, cls: ClassInfo, this: str) -> frozenset[str]:
     """The attributes of `self` that only `__init__` assigns: fixed for the life of each actor."""
     init = model.method(cls, "__init__")
-    if init is None:
+    if init is None or this != "self":  # the model indexes writes through `self`, as methods name it
         return frozenset()
-    assigned: dict[str, set[int]] = {}
-    for store in model.stores:
-        target = store.target
-        if isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) and target.value.value == this:
-            if cls.scope.first <= store.scope.first <= cls.scope.last:
-                assigned.setdefault(target.attr.value, set()).add(id(store.scope.node))
-    return frozenset(name for name, scopes in assigned.items() if scopes == {id(init.node)})
+    return frozenset(
+        name for name, stores in model.self_stores(cls).items() if all(store.scope.function is init.scope for store in stores)
+    )
 
 
 def _gated_by_fixed_flag(test: cst.BaseExpression, this: str, fixed: frozenset[str]) -> bool:

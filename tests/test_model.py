@@ -340,3 +340,24 @@ def test_single_actor_and_repeated_calls() -> None:
     assert single == [True, False, True]
     repeated = [repeats_discarded_call(model, get.loop, get, call) for get, call in zip(gets, calls)]  # type: ignore[arg-type]
     assert repeated == [False, False, True]
+
+
+def test_self_stores_index_writes_through_self_by_attribute() -> None:
+    model = model_of(
+        "class Worker:\n"
+        "    def __init__(self, n):\n"
+        "        self.actors = [A() for _ in range(n)]\n"
+        "        self.eval = False\n"
+        "    def reset(self):\n"
+        "        self.actors[0] = A()\n"
+        "        other.eval = True\n"
+        "        def inner(x):\n"
+        "            x.eval = 1\n"
+        "    @staticmethod\n"
+        "    def make():\n"
+        "        pass\n"
+    )
+    stores = model.self_stores(model.classes[0])
+    assert sorted(stores) == ["actors", "eval"]
+    assert [model.source_of(s.target) for s in stores["actors"]] == ["self.actors", "self.actors[0]"]
+    assert [model.function_info(s.scope.node).node.name.value for s in stores["eval"]] == ["__init__"]  # type: ignore[arg-type, union-attr]

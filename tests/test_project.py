@@ -272,3 +272,20 @@ def test_flake8_summarises_the_modules_a_finding_needs(run, tmp_path):
     proc = run(["--select", "RAY", "envs/callers.py"], tmp_path, program=(sys.executable, "-m", "flake8"))
     found = sorted(line.split(" ")[1] for line in proc.stdout.splitlines())
     assert found == ["RAY001", "RAY006", "RAY040"], proc.stdout + proc.stderr
+
+
+def test_a_certain_gpu_use_is_not_hidden_behind_an_imported_helper(run, tmp_path):
+    """An imported helper that uses no GPU, called before a `.cuda()` in the same task, does not make the
+    finding depend on the helper; with two imported helpers, the one that uses the GPU decides."""
+    write(tmp_path, {
+        "pyproject.toml": "",
+        "pkg/__init__.py": "",
+        "pkg/prep.py": "def normalize(x):\n    return x\n\ndef to_gpu(m):\n    return m.cuda()\n",
+        "pkg/task.py": (
+            "import ray\nfrom pkg.prep import normalize, to_gpu\n\n"
+            "@ray.remote\ndef direct(m, x):\n    x = normalize(x)\n    return m.cuda()(x)\n\n"
+            "@ray.remote\ndef helped(m, x):\n    x = normalize(x)\n    return to_gpu(m)(x)\n\n"
+            "@ray.remote\ndef plain(x):\n    return normalize(x)\n"
+        ),
+    })
+    assert codes(check(run, tmp_path, "--select", "RAY040", ".")) == [("pkg/task.py", "RAY040", 4), ("pkg/task.py", "RAY040", 9)]

@@ -32,7 +32,7 @@ import libcst as cst
 
 from ray_lint.analyses.actor_state import blocks_or_reads, is_accessor
 from ray_lint.model import SemanticModel
-from ray_lint.python_model import AFTER_ALL, Binding, CallSite, ClassInfo, FunctionInfo, Scope, literal_number, names_read, root_name
+from ray_lint.python_model import AFTER_ALL, Binding, CallSite, ClassInfo, FunctionInfo, Scope, is_name, literal_number, names_read, root_name
 
 MAX_DEPTH = 4  # how many assignments a collection of instances is followed through
 
@@ -137,7 +137,7 @@ class _Waiting:
             for get in model.calls_to(name):
                 scope = get.scope.function
                 info = model.function_info(scope.node) if scope is not None and scope.kind == "function" else None  # type: ignore[arg-type]
-                if info is None or info.is_async or get.scope.function is not info.scope or polls(get.node):
+                if info is None or info.is_async or polls(get.node):
                     continue
                 key = _key(model, info, actors=True)
                 if key is not None and id(info.node) not in self.blocking and not _in_handler(model, get):
@@ -233,13 +233,13 @@ def _local_class(model: SemanticModel, name: str) -> ClassInfo | None:
     binding = model.reaching_binding(name, model.module_scope, AFTER_ALL)
     if binding is None or binding.kind != "class":
         return None
-    return next((cls for cls in model.classes if cls.node is binding.node), None)
+    return model.class_info(binding.node)  # type: ignore[arg-type]
 
 
 def _instance_class(model: SemanticModel, expr: cst.BaseExpression, site: CallSite) -> str | None:
     """The class of the object `expr` holds: `Client(...)` assigned to a name or to `self.client`, or an
     element of a collection of instances."""
-    value = _value_of(model, expr, site, 0)
+    value = _value_of(model, expr, site)
     return _constructed(value) or _element_class(model, expr, site)
 
 
@@ -261,12 +261,12 @@ def _element_class(model: SemanticModel, expr: cst.BaseExpression, site: CallSit
     wrapper = iterable.func.value if isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Name) else None
     if wrapper in ("enumerate", "zip") and isinstance(target, cst.Tuple):  # `for i, w in enumerate(ws)`, `zip(ws, xs)`
         names = [element.value for element in target.elements]
-        position = next((i for i, name in enumerate(names) if _is_name(name, expr.value)), None)
+        position = next((i for i, name in enumerate(names) if is_name(name, expr.value)), None)
         sources = [None, *iterable.args] if wrapper == "enumerate" else list(iterable.args)  # type: ignore[union-attr]
         if position is None or position >= len(sources) or sources[position] is None or sources[position].star:  # type: ignore[union-attr]
             return None
         iterable = sources[position].value  # type: ignore[union-attr]
-    elif not _is_name(target, expr.value):
+    elif not is_name(target, expr.value):
         return None
     if isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Attribute) and iterable.func.attr.value == "values":
         iterable = iterable.func.value
@@ -285,11 +285,11 @@ def _collection_class(model: SemanticModel, expr: cst.BaseExpression, site: Call
     if isinstance(expr, (cst.List, cst.Tuple)) and expr.elements:
         classes = {_constructed(element.value) for element in expr.elements}
         return classes.pop() if len(classes) == 1 else None
-    value = _value_of(model, expr, site, depth)
+    value = _value_of(model, expr, site)
     return _collection_class(model, value, site, depth + 1) if value is not None else None
 
 
-def _value_of(model: SemanticModel, expr: cst.BaseExpression, site: CallSite, depth: int) -> cst.BaseExpression | None:
+def _value_of(model: SemanticModel, expr: cst.BaseExpression, site: CallSite) -> cst.BaseExpression | None:
     """What a name or a `self.` attribute was assigned: the reaching assignment of a name, or the one
     assignment of `self.attr` in the class's methods (None when there are several)."""
     if isinstance(expr, cst.Name):
@@ -297,16 +297,9 @@ def _value_of(model: SemanticModel, expr: cst.BaseExpression, site: CallSite, de
         return binding.value if binding is not None and binding.kind == "assign" else None
     if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self":
         owner = _own_class(model, site.scope)
-        if owner is None:
-            return None
-        values = [
-            store.value
-            for store in model.stores
-            if store.kind == "assign" and isinstance(store.target, cst.Attribute) and store.target.attr.value == expr.attr.value
-            and isinstance(store.target.value, cst.Name) and store.target.value.value == "self"
-            and owner.scope.first <= store.scope.first <= owner.scope.last
-        ]
-        return values[0] if len(values) == 1 else None
+        stores = model.self_stores(owner).get(expr.attr.value, []) if owner is not None else []
+        only = stores[0] if len(stores) == 1 and stores[0].kind == "assign" else None
+        return only.value if only is not None and isinstance(only.target, cst.Attribute) and is_name(only.target.value, "self") else None
     return None
 
 
@@ -324,6 +317,3 @@ def _constructed(expr: cst.BaseExpression | None) -> str | None:
         return None
     return name if name.rpartition(".")[2][:1].isupper() else None
 
-
-def _is_name(expr: cst.BaseExpression, name: str) -> bool:
-    return isinstance(expr, cst.Name) and expr.value == name
