@@ -112,7 +112,11 @@ def build_parser() -> argparse.ArgumentParser:
     verify.add_argument("--address", help="run on this existing cluster instead of starting one")
     verify.add_argument("--timeout", type=float, default=60.0, help="seconds each run may take (default: 60)")
     verify.add_argument("--repeat", type=int, default=3, help="rounds of A B runs per finding (default: 3)")
-    verify.add_argument("--output-format", choices=("full", "json"), default="full")
+    verify.add_argument(
+        "--tests", type=Path, action="append", metavar="PATH",
+        help="test files or folders that call the flagged code (default: [tool.ray-lint.verify] tests, else the project's)",
+    )
+    verify.add_argument("--output-format", choices=("full", "json", "github"), default="full")
     verify.add_argument("--report", type=Path, metavar="FILE.html", help="also write an HTML report with timelines")
     verify.add_argument("--trace-dir", type=Path, help="write each variant's Chrome trace (Perfetto) here")
     verify.add_argument("--color", choices=("auto", "always", "never"), default="auto")

@@ -39,7 +39,8 @@ DEFAULT_EXCLUDE = (
 # Test code, where rules with `in_tests = False` stay silent (see `all-rules-in-tests`).
 DEFAULT_TEST_FILES = ("tests/", "test/", "test_*.py", "*_test.py", "conftest.py")
 LIST_KEYS = ("select", "ignore", "extend-select", "extend-ignore", "exclude", "extend-exclude", "test-files")
-KNOWN_KEYS = (*LIST_KEYS, "per-file-ignores", "preview", "all-rules-in-tests", "rules", "docs-url")
+KNOWN_KEYS = (*LIST_KEYS, "per-file-ignores", "preview", "all-rules-in-tests", "rules", "docs-url", "verify")
+VERIFY_KEYS = ("tests",)
 
 
 class ConfigError(Exception):
@@ -69,6 +70,7 @@ class Layer:
     all_rules_in_tests: bool | None = None
     rule_options: tuple[tuple[str, tuple[tuple[str, Any], ...]], ...] = ()  # keyed by rule name or code as written
     docs_url: str | None = None  # the base of the rule pages' URLs (`ray_lint.diagnostics.docs_url`)
+    verify_tests: tuple[str, ...] | None = None  # `[tool.ray-lint.verify] tests`: where `verify` looks for tests
 
 
 def selector_codes(selector: str, origin: str) -> tuple[frozenset[str], int]:
@@ -110,6 +112,15 @@ def parse_layer(data: dict[str, Any], origin: str, root: Path) -> Layer:
     for pattern, selectors in per_file.items():
         if not isinstance(selectors, list) or not all(isinstance(s, str) for s in selectors):
             raise ConfigError(f"{origin}: `per-file-ignores.\"{pattern}\"` must be a list of codes")
+    verify = data.get("verify", {})
+    if not isinstance(verify, dict):
+        raise ConfigError(f"{origin}: `verify` must be a table (`[tool.ray-lint.verify]`)")
+    for key in verify:
+        if key not in VERIFY_KEYS:
+            raise ConfigError(f"{origin}: unknown key `verify.{key}`{suggest(key, list(VERIFY_KEYS))}")
+    tests = verify.get("tests")
+    if tests is not None and (not isinstance(tests, list) or not all(isinstance(item, str) for item in tests)):
+        raise ConfigError(f"{origin}: `verify.tests` must be a list of paths (test files or folders)")
     rules = data.get("rules", {})
     if not isinstance(rules, dict):
         raise ConfigError(f"{origin}: `rules` must be a table of per-rule tables")
@@ -133,6 +144,7 @@ def parse_layer(data: dict[str, Any], origin: str, root: Path) -> Layer:
         all_rules_in_tests=data.get("all-rules-in-tests"),
         rule_options=tuple(options),
         docs_url=data.get("docs-url"),
+        verify_tests=tuple(tests) if tests is not None else None,
     )
 
 
@@ -242,6 +254,12 @@ class Settings:
     @cached_property
     def docs_url(self) -> str | None:
         return next((layer.docs_url for layer in reversed(self.layers) if layer.docs_url is not None), None)
+
+    @cached_property
+    def verify_tests(self) -> tuple[Path, ...] | None:
+        """The tests `verify` may run, as the last layer that names them says (relative to its directory)."""
+        layer = next((layer for layer in reversed(self.layers) if layer.verify_tests is not None), None)
+        return tuple(layer.root / item for item in layer.verify_tests) if layer and layer.verify_tests is not None else None
 
     @cached_property
     def _test_files(self) -> tuple[pathspec.GitIgnoreSpec, str]:
@@ -375,6 +393,7 @@ class Settings:
         rows.append(("test-files", test_files, origin_of("test_files")))
         rows.append(("all-rules-in-tests", self.all_rules_in_tests, origin_of("all_rules_in_tests")))
         rows.append(("docs-url", self.docs_url, origin_of("docs_url")))
+        rows.append(("verify.tests", [str(p) for p in self.verify_tests or ()], origin_of("verify_tests")))
         for rule in all_rules():
             for option in rule.options:
                 value = self.rule_options.get(rule.name, {}).get(option.name, option.default)

@@ -6,29 +6,47 @@ rules without a fix, the comparison the rule's docs recommend). The verifier run
 in their own processes, and hands the runs back to the experiment to judge.
 
 Three kinds of plan, always named in the verdict:
-- "measured": the user's own file, run from its entry point, as written and with the fix;
+- "measured": the user's own code (its entry point, or its tests), as written and with the fix;
 - "modelled": the flagged shape replayed with calibrated tasks, when the code cannot run as is;
 - "evidence": what Ray does to the task (environment, GPUs, thread pools), not a timing.
+
+Two kinds of experiment: performance rules time A against B (`Experiment`, `EvidenceExperiment`);
+correctness rules reproduce the failure, Ray's own error or a wrong result in A and none in B
+(`ReproductionExperiment`). The verdict's words say which, and what ran: "confirmed on your code",
+"pattern confirmed (model)", "reproduced", "not reproduced", "inconclusive", and "no experiment"
+for a finding of a rule that has none.
 
 Nothing here imports Ray: rule modules import this on the lint path.
 """
 
 from __future__ import annotations
 
+import os
+import re
 import statistics
 import textwrap
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Generic, Literal, TypeVar
 
 import libcst as cst
 
 from ray_lint.diagnostics import Diagnostic, apply_edits
 from ray_lint.model import SemanticModel
+from ray_lint.project import project_root
 from ray_lint.syntax import parses
 
 Mode = Literal["measured", "modelled", "evidence"]
 Facts = TypeVar("Facts")
-Status = Literal["confirmed", "not reproduced", "inconclusive"]
+# What an experiment decides; the verdict then says what ran (see `Verdict.status`).
+Outcome = Literal["confirmed", "reproduced", "not reproduced", "inconclusive"]
+Status = Literal[
+    "confirmed on your code", "pattern confirmed (model)", "reproduced", "not reproduced", "inconclusive", "no experiment"
+]
+STATUSES: tuple[Status, ...] = (
+    "confirmed on your code", "pattern confirmed (model)", "reproduced", "not reproduced", "inconclusive", "no experiment"
+)
+PROBLEM_SHOWN: frozenset[Status] = frozenset({"confirmed on your code", "pattern confirmed (model)", "reproduced"})
 
 
 @dataclass(frozen=True)
@@ -38,12 +56,32 @@ class Variant:
 
 
 @dataclass(frozen=True)
+class Runner:
+    """How a plan's variants run. "script": the source exec'd as `__main__` (a model, or a file run
+    from its entry point). "module": `python -m <module>` from the project root, so that relative
+    imports work. "tests": pytest on `tests`. For the last two the variant's source stands in for
+    the file at `path` wherever it is imported."""
+
+    kind: Literal["script", "module", "tests"] = "script"
+    cwd: str = ""  # the working directory (the project root); "" for the file's own folder
+    path_entry: str = ""  # put first on sys.path: the folder that holds the top package
+    module: str = ""
+    tests: tuple[str, ...] = ()
+    function: str = ""  # the instrumented function, named in messages
+
+
+@dataclass(frozen=True)
 class Plan:
     a: Variant  # the code as flagged
     b: Variant  # the fixed code, or the comparison
     mode: Mode
     shape: str  # what is run, in words (for modelled plans, the shape replayed)
-    fallback: Plan | None = None  # a model to run instead when the code cannot run as is
+    fallback: Plan | None = None  # what to run instead when this cannot run as is (a chain: entry point, tests, model)
+    runner: Runner = Runner()
+
+    @property
+    def runs_user_code(self) -> bool:
+        return self.mode == "measured"
 
 
 @dataclass
@@ -79,6 +117,13 @@ class Verdict:
     runs: tuple[list[Run], list[Run]] = field(default_factory=lambda: ([], []))
     same_results: bool | None = None
 
+    @property
+    def ran(self) -> str:
+        """What ran, in words: the verdict says it so that a model is never taken for the user's code."""
+        if self.mode is None:
+            return "nothing"
+        return "your code" if self.mode == "measured" else "the rule's model"
+
     def to_json(self) -> dict[str, Any]:
         def side(runs: list[Run]) -> dict[str, Any]:
             walls = [r.wall_s for r in runs if r.ok]
@@ -100,12 +145,19 @@ class Verdict:
             "code": self.code,
             "status": self.status,
             "mode": self.mode,
+            "ran": self.ran,
             "summary": self.summary,
             "shape": self.shape,
             "ratio": self.ratio,
             "same_results": self.same_results,
             "variants": {self.labels[0]: side(self.runs[0]), self.labels[1]: side(self.runs[1])},
         }
+
+
+def tally(verdicts: list[Verdict]) -> str:
+    """How many verdicts of each kind (the kinds that occur, in a fixed order): the summary line."""
+    counts = {status: sum(v.status == status for v in verdicts) for status in STATUSES}
+    return ", ".join(f"{n} {status}" for status, n in counts.items() if n) or "no findings"
 
 
 @dataclass
@@ -117,6 +169,7 @@ class Subject:
     diagnostic: Diagnostic
     cluster_cpus: float
     cluster_gpus: float
+    tests: tuple[str, ...] | None = None  # test files or folders named by --tests or the config; None: search
 
     def fixed_text(self) -> str | None:
         """The file with this finding's fix applied, if it has one and the result parses."""
@@ -133,14 +186,15 @@ class Subject:
             return True
         return not _functions_holding(module, self.diagnostic.start.line)
 
+    def flagged_function(self) -> str | None:
+        """The name of the innermost (non-async) function that holds the finding: the one timed."""
+        holders = _sync_holders(cst.parse_module(self.text), self.diagnostic.start.line)
+        return max(holders, key=lambda item: item[0])[1].name.value if holders else None
+
     def instrumented(self, text: str) -> str:
         """`text` with the innermost (non-async) function that holds the finding decorated with the
         probe's timer, so that the verdict times that function and compares its return values."""
-        holders = [
-            (start, node)
-            for start, node in _functions_holding(cst.parse_module(text), self.diagnostic.start.line)
-            if node.asynchronous is None
-        ]
+        holders = _sync_holders(cst.parse_module(text), self.diagnostic.start.line)
         if not holders:
             return text
         start = max(holders, key=lambda item: item[0])[0]
@@ -148,6 +202,78 @@ class Subject:
         indent = lines[start - 1][: len(lines[start - 1]) - len(lines[start - 1].lstrip())]
         lines.insert(start - 1, f"{indent}@__ray_lint_timer__\n")
         return "".join(lines)
+
+    def on_user_code(self, a: Variant, b: Variant, what: str, model: Plan | None, tests: bool = True) -> Plan | None:
+        """Plans that run the user's own code, in the order of preference: the module's entry point
+        (as a script, or with `python -m` inside a package), then (with `tests`) the tests that call the
+        flagged function; each falls back to the next, and the last to `model`. None when neither exists.
+        `what` is "timing" when the flagged function is timed."""
+        plans: list[tuple[str, Runner]] = []
+        function = self.flagged_function() or ""
+        package = _package_of(Path(self.path))
+        root = str(project_root(Path(self.path)) or Path(self.path).resolve().parent)
+        if self.has_entry_point():
+            if package is None:
+                plans.append(("the script run from its entry point", Runner("script", function=function)))
+            else:
+                entry, module = package
+                shown = f"`python -m {module}` from the project root"
+                plans.append((shown, Runner("module", root, entry, module, function=function)))
+        found = self.tests_calling(function, Path(root)) if function and tests else []
+        if found:
+            entry = package[0] if package is not None else str(Path(self.path).resolve().parent)
+            named = ", ".join(os.path.relpath(test, root) for test in found[:3])
+            more = f" and {len(found) - 3} more" if len(found) > 3 else ""
+            plans.append((f"pytest {named}{more}", Runner("tests", root, entry, tests=tuple(found), function=function)))
+        plan = model
+        for shown, runner in reversed(plans):
+            timing = f", timing `{function}`" if function and what == "timing" else ""
+            plan = Plan(a, b, "measured", f"{shown}{timing}", fallback=plan, runner=runner)
+        return plan if plans else None
+
+    def tests_calling(self, function: str, root: Path) -> list[str]:
+        """Test files that mention `function` and the flagged module: those named by --tests or the
+        config, else those under the project root (`test_*.py`, `*_test.py`)."""
+        places = [Path(p) for p in self.tests] if self.tests is not None else [root]
+        stem = Path(self.path).stem
+        found: list[str] = []
+        for place in places:
+            files = [place] if place.is_file() else sorted(_test_files_under(place))
+            for file in files:
+                try:
+                    text = file.read_text(encoding="utf-8")
+                except (OSError, UnicodeDecodeError):
+                    continue
+                if re.search(rf"\b{re.escape(function)}\b", text) and re.search(rf"\b{re.escape(stem)}\b", text):
+                    found.append(str(file.resolve()))
+        return found[:MAX_TEST_FILES]
+
+
+MAX_TEST_FILES = 20
+_SKIPPED_FOLDERS = frozenset({".git", ".venv", "venv", "node_modules", "site-packages", "build", "dist", "__pycache__", ".tox", ".nox"})
+
+
+def _test_files_under(folder: Path) -> list[Path]:
+    """`test_*.py` and `*_test.py` under `folder`, outside virtual environments and build output."""
+    found = []
+    for directory, subfolders, files in os.walk(folder):
+        subfolders[:] = [s for s in subfolders if s not in _SKIPPED_FOLDERS and not s.startswith(".")]
+        found += [Path(directory, f) for f in files if f.endswith(".py") and (f.startswith("test_") or f.endswith("_test.py"))]
+    return found
+
+
+def _package_of(path: Path) -> tuple[str, str] | None:
+    """(the folder to put on sys.path, the dotted module name) when `path` is a module of a package."""
+    path = path.resolve()
+    folder, parts = path.parent, [path.stem]
+    while (folder / "__init__.py").exists():
+        parts.insert(0, folder.name)
+        folder = folder.parent
+    return (str(folder), ".".join(parts)) if len(parts) > 1 else None
+
+
+def _sync_holders(module: cst.Module, line: int) -> list[tuple[int, cst.FunctionDef]]:
+    return [(start, node) for start, node in _functions_holding(module, line) if node.asynchronous is None]
 
 
 def _functions_holding(module: cst.Module, line: int) -> list[tuple[int, cst.FunctionDef]]:
@@ -170,6 +296,7 @@ class Experiment(Generic[Facts]):
     (a frozen dataclass declared beside the experiment): what the rule measured statically."""
 
     threshold = 1.3  # the catalogue's "confirmed" ratio
+    rounds: int | None = None  # A B rounds to run; None: the verifier's --repeat (timings vary by run)
     facts_type: type[Facts]
 
     def facts(self, subject: Subject) -> Facts:
@@ -183,16 +310,17 @@ class Experiment(Generic[Facts]):
         """The variants to run, or the reason the finding cannot be verified here."""
         raise NotImplementedError
 
+    def ran_as_planned(self, run: Run) -> bool:
+        """Whether a run of A did what the plan needs (a script that raises cannot be timed)."""
+        return run.ok
+
     def judge(self, subject: Subject, plan: Plan, a: list[Run], b: list[Run]) -> Verdict:
         """Inconclusive when a run failed; otherwise `judge_runs` decides."""
-        verdict = Verdict(
-            subject.path, subject.diagnostic.start.line, subject.diagnostic.code, "inconclusive", plan.mode, "",
-            plan.shape, (plan.a.label, plan.b.label), runs=(a, b),
-        )
+        verdict = _blank_verdict(subject, plan, a, b)
         failed = [r for r in (*a, *b) if not r.ok]
         if failed:
             first = failed[0]
-            reason = "timed out" if first.timed_out else f"raised: {_last_line(first.error)}"
+            reason = "timed out" if first.timed_out else f"raised: {last_line(first.error)}"
             verdict.summary = f"the code could not run here ({reason})"
             return verdict
         return self.judge_runs(verdict, subject, plan, a, b)
@@ -213,7 +341,7 @@ class Experiment(Generic[Facts]):
         if warned:
             numbers += f"; Ray itself warned in {plan.a.label}: {warned[0]}"
         if verdict.ratio >= self.threshold and evidence_agrees:
-            verdict.status, verdict.summary = "confirmed", numbers
+            verdict.status, verdict.summary = confirmed(plan), numbers
         elif verdict.ratio >= self.threshold:
             verdict.status = "not reproduced"
             verdict.summary = numbers + f": faster, but Ray's timeline shows no more tasks running at once in {plan.b.label}"
@@ -231,15 +359,109 @@ class EvidenceExperiment(Experiment[Facts]):
     """An experiment judged on what Ray hands the task, read inside it (its GPUs, thread pools,
     environment), not on timing: `read` turns the two variants' evidence into a verdict."""
 
+    rounds = 1  # what Ray hands a task does not vary by run
+
     def judge_runs(self, verdict: Verdict, subject: Subject, plan: Plan, a: list[Run], b: list[Run]) -> Verdict:
-        verdict.status, verdict.summary = self.read(subject, a[0].evidence, b[0].evidence)
+        outcome, verdict.summary = self.read(subject, a[0].evidence, b[0].evidence)
+        verdict.status = confirmed(plan) if outcome == "confirmed" else outcome
         return verdict
 
-    def read(self, subject: Subject, flagged: Any, compared: Any) -> tuple[Status, str]:
+    def read(self, subject: Subject, flagged: Any, compared: Any) -> tuple[Outcome, str]:
         raise NotImplementedError
 
 
-def _last_line(error: str | None) -> str:
+class ReproductionExperiment(Experiment[Facts]):
+    """A correctness or API-misuse rule's experiment: A, the flagged form, shows the failure and B,
+    the fixed form, does not. A shows it by raising an error whose text matches `expected` (Ray's own
+    message), or by leaving `__ray_lint_evidence__ = {"wrong": "what went wrong, in words"}`.
+
+    The user's script runs, as written and with the finding's fix, when it has an entry point and the
+    rule a fix; otherwise, or when the script fails some other way, `model` runs: the flagged shape
+    in a few lines of Ray code."""
+
+    rounds = 1  # an error either shows or it does not
+    expected = r"$^"  # a regular expression searched in A's error text
+
+    def plan(self, subject: Subject) -> Plan | str:
+        model = self.model(subject)
+        fixed = subject.fixed_text()
+        if fixed is None:
+            return model
+        # An error shows in the script's own run; a test that fails on it says less, so no tests here.
+        fallback = model if isinstance(model, Plan) else None
+        own = subject.on_user_code(Variant("as written", subject.text), Variant("fixed", fixed), "error", fallback, tests=False)
+        return own or model
+
+    def model(self, subject: Subject) -> Plan | str:
+        """The flagged shape and its fix as two small programs (see `script`), or why there is none."""
+        raise NotImplementedError
+
+    def shown(self, run: Run) -> str | None:
+        """What the run shows wrong: the expected error's line, or the evidence's words."""
+        if not run.ok and run.error and re.search(self.expected, run.error):
+            return _error_line(run.error, self.expected)
+        if run.ok and isinstance(run.evidence, dict) and run.evidence.get("wrong"):
+            return str(run.evidence["wrong"])
+        return None
+
+    def ran_as_planned(self, run: Run) -> bool:
+        return run.ok or self.shown(run) is not None
+
+    def judge(self, subject: Subject, plan: Plan, a: list[Run], b: list[Run]) -> Verdict:
+        verdict = _blank_verdict(subject, plan, a, b)
+        flagged = a[0]
+        if flagged.timed_out:
+            verdict.summary = f"{plan.a.label} timed out before it showed anything"
+            return verdict
+        problem = self.shown(flagged)
+        if problem is None:
+            if not flagged.ok:
+                verdict.summary = f"{plan.a.label} failed some other way: {last_line(flagged.error)}"
+            else:
+                verdict.status = "not reproduced"
+                verdict.summary = f"{plan.a.label} ran without the failure" + _said(flagged)
+            return verdict
+        if not b:
+            verdict.summary = f"{plan.a.label}: {problem}; {plan.b.label} did not run"
+            return verdict
+        fixed = b[0]
+        if not fixed.ok or self.shown(fixed) is not None:
+            what = self.shown(fixed) or ("timed out" if fixed.timed_out else last_line(fixed.error))
+            verdict.summary = f"{plan.a.label}: {problem}; but {plan.b.label} fails too: {what}"
+            return verdict
+        verdict.status = "reproduced"
+        verdict.summary = f"{plan.a.label}: {problem}; {plan.b.label}: no error{_said(fixed)}"
+        return verdict
+
+
+def _said(run: Run) -> str:
+    """What a run reported as right, when it says (`__ray_lint_evidence__ = {"right": ...}`)."""
+    if isinstance(run.evidence, dict) and run.evidence.get("right"):
+        return f" ({run.evidence['right']})"
+    return ""
+
+
+def _error_line(error: str, pattern: str) -> str:
+    """The line of the error text that matches: Ray's message rather than the traceback's last frame."""
+    for line in reversed(error.strip().splitlines()):
+        if re.search(pattern, line):
+            return line.strip()[:300]
+    return last_line(error)
+
+
+def _blank_verdict(subject: Subject, plan: Plan, a: list[Run], b: list[Run]) -> Verdict:
+    return Verdict(
+        subject.path, subject.diagnostic.start.line, subject.diagnostic.code, "inconclusive", plan.mode, "",
+        plan.shape, (plan.a.label, plan.b.label), runs=(a, b),
+    )
+
+
+def confirmed(plan: Plan) -> Status:
+    """The word for a shown slowdown or misuse: on the user's code, or only on the rule's model."""
+    return "confirmed on your code" if plan.runs_user_code else "pattern confirmed (model)"
+
+
+def last_line(error: str | None) -> str:
     lines = (error or "").strip().splitlines()
     return lines[-1] if lines else "unknown error"
 

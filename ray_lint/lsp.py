@@ -15,8 +15,11 @@ server reports anyway.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import os
 import re
+import signal
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -502,12 +505,17 @@ async def verify(ls: RayLintServer, *args: Any) -> list[dict[str, Any]]:
     path = _path(uri)
     process = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "ray_lint", "verify", str(path), "--output-format", "json",
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, cwd=path.parent,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, cwd=path.parent, start_new_session=True,
     )
     try:
         out, err = await asyncio.wait_for(process.communicate(), VERIFY_TIMEOUT_S)
-    except TimeoutError:
-        process.kill()
+    except asyncio.TimeoutError:
+        # The verifier and the cluster it started share its session: stop them all, gently first.
+        for sig, grace in ((signal.SIGTERM, 10.0), (signal.SIGKILL, None)):
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, sig)
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(process.wait(), grace)
         _show(ls, f"ray-lint verify: gave up after {VERIFY_TIMEOUT_S} s", types.MessageType.Error)
         return []
     try:

@@ -12,7 +12,7 @@ from ray_lint.diagnostics import Severity
 from ray_lint.experiment import (
     EvidenceExperiment,
     Plan,
-    Status,
+    Outcome,
     Subject,
     Variant,
     script,
@@ -66,7 +66,7 @@ class DriverEnvThreadOverrideExperiment(EvidenceExperiment[SettingFacts]):
             f"a default task (num_cpus=1) with {variable}={value if value is not None else 'the core count'} for its worker",
         )
 
-    def read(self, subject: Subject, flagged: Any, compared: Any) -> tuple[Status, str]:
+    def read(self, subject: Subject, flagged: Any, compared: Any) -> tuple[Outcome, str]:
         variable = self.facts(subject).variable
         value = flagged.get(variable)
         numbers = f"with the setting the task saw {flagged}; by default {compared}"

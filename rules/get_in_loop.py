@@ -80,8 +80,9 @@ class LoopFacts:
 
 
 class GetInLoopExperiment(Experiment[LoopFacts]):
-    """The user's script as written and fixed, timing the function that holds the get; or, when it
-    cannot run as is, the loop replayed with tasks of a known duration."""
+    """The user's code as written and fixed (its entry point, else the tests that call it), timing the
+    function that holds the get; or, when it cannot run as is, the loop replayed with tasks of a known
+    duration."""
 
     facts_type = LoopFacts
     TASK_SECONDS = 0.25
@@ -90,15 +91,10 @@ class GetInLoopExperiment(Experiment[LoopFacts]):
     def plan(self, subject: Subject) -> Plan | str:
         model = self.model(subject)
         fixed = subject.fixed_text()
-        if fixed is None or not subject.has_entry_point():
+        if fixed is None:
             return model
-        return Plan(
-            Variant("as written", subject.instrumented(subject.text)),
-            Variant("fixed", subject.instrumented(fixed)),
-            "measured",
-            "the script run from its entry point, timing the function that holds the get",
-            fallback=model,
-        )
+        written, corrected = Variant("as written", subject.instrumented(subject.text)), Variant("fixed", subject.instrumented(fixed))
+        return subject.on_user_code(written, corrected, "timing", model) or model
 
     def model(self, subject: Subject) -> Plan:
         known = self.facts(subject).iterations

@@ -11,7 +11,7 @@ from ray_lint.diagnostics import Applicability, Severity
 from ray_lint.experiment import (
     EvidenceExperiment,
     Plan,
-    Status,
+    Outcome,
     Subject,
     Variant,
     script,
@@ -48,7 +48,7 @@ class GpuWithoutNumGpusExperiment(EvidenceExperiment[None]):
             "a task's CUDA_VISIBLE_DEVICES and ray.get_gpu_ids(), without and with num_gpus",
         )
 
-    def read(self, subject: Subject, flagged: Any, compared: Any) -> tuple[Status, str]:
+    def read(self, subject: Subject, flagged: Any, compared: Any) -> tuple[Outcome, str]:
         seen = flagged["CUDA_VISIBLE_DEVICES"]
         isolated = compared["gpu_ids"] and compared["CUDA_VISIBLE_DEVICES"] == ",".join(compared["gpu_ids"])
         numbers = (

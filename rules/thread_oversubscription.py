@@ -11,7 +11,7 @@ from ray_lint.diagnostics import Severity
 from ray_lint.experiment import (
     EvidenceExperiment,
     Plan,
-    Status,
+    Outcome,
     Subject,
     Variant,
     script,
@@ -123,12 +123,12 @@ class ThreadOversubscriptionExperiment(EvidenceExperiment[PoolFacts]):
             f"the flagged call run in a task with num_cpus={facts.num_cpus:g}, thread pools read back",
         )
 
-    def read(self, subject: Subject, flagged: Any, compared: Any) -> tuple[Status, str]:
+    def read(self, subject: Subject, flagged: Any, compared: Any) -> tuple[Outcome, str]:
         num_cpus, counts = flagged["num_cpus"], flagged["counts"]
         if not counts:
             return "inconclusive", "no library here reports its thread count (torch, numba, cv2, threadpoolctl, joblib)"
         defaults = f"Ray's defaults: {compared['counts'] or 'no pools'}, OMP_NUM_THREADS={compared['OMP_NUM_THREADS']}"
-        status: Status = "confirmed" if max(counts.values()) > num_cpus else "not reproduced"
+        status: Outcome = "confirmed" if max(counts.values()) > num_cpus else "not reproduced"
         return status, f"{counts} in a task with num_cpus={num_cpus:g} ({defaults})"
 
 

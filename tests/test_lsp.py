@@ -912,6 +912,20 @@ async def test_verify_needs_a_file_argument(client: Client) -> None:
 
 
 @in_module_loop
+@pytest.mark.parametrize("options_client", [{}], indirect=True, ids=["defaults"])
+async def test_verify_runs_the_saved_file_on_a_real_cluster_and_returns_the_verdicts(options_client: Client) -> None:
+    """The command runs `ray-lint verify` on the saved file (its own local cluster) and hands back the
+    verdicts, with the words that say what ran, and shows them in a message."""
+    pytest.importorskip("ray")
+    doc = Doc.open(options_client, "gpu.py", "import ray\n\n@ray.remote\ndef f(m):\n    return m.cuda()\n")
+    result = await options_client.workspace_execute_command_async(
+        types.ExecuteCommandParams(command="ray-lint.verify", arguments=[doc.uri])
+    )
+    assert [(v["line"], v["code"], v["status"], v["ran"]) for v in result] == [(3, "RAY040", "pattern confirmed (model)", "the rule's model")]
+    await eventually(lambda: any("gpu.py: line 3 RAY040: pattern confirmed (model)" in m.message for m in options_client.messages), "message")
+
+
+@in_module_loop
 @pytest.mark.parametrize("options_client", [{"ignore": ["RAY001"]}], indirect=True, ids=["ignore-RAY001"])
 async def test_initialization_options_configure_from_the_start(options_client: Client) -> None:
     """`[tool.ray-lint]` keys in the initialization options apply to the very first lint."""

@@ -54,9 +54,58 @@ if __name__ == "__main__":
 
 def run_verify(cluster: Cluster, tmp_path: Path, files: dict[str, str], repeat: int = 1, timeout: float = 60) -> list[Verdict]:
     for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text(textwrap.dedent(text), encoding="utf-8")
     resolver = Resolver(parse_layer({}, "test", tmp_path), isolated=True)
     return verify([tmp_path], resolver, cluster, repeat=repeat, timeout=timeout)
+
+
+# A package module with a relative import and no entry point, and a test that calls its flagged
+# function (issue 20's acceptance: six 0.2 s tasks fetched one by one on 2 CPUs).
+def package(test_body: str = "assert quote_all(list(range(6))) == [i * 1.5 for i in range(6)]", main: str = "") -> dict[str, str]:
+    return {
+        "pyproject.toml": "[project]\nname = 'shop'\nversion = '0'\n",
+        "shop/__init__.py": "",
+        "shop/pricing.py": "def price(item):\n    return item * 1.5\n",
+        "shop/batch.py": textwrap.dedent("""
+            import time
+
+            import ray
+
+            from .pricing import price
+
+
+            @ray.remote
+            def quote(item):
+                time.sleep(0.2)
+                return price(item)
+
+
+            def quote_all(items):
+                quotes = []
+                for item in items:
+                    quotes.append(ray.get(quote.remote(item)))
+                return quotes
+        """) + main,
+        "tests/test_batch.py": textwrap.dedent("""
+            import pytest
+            import ray
+
+            from shop.batch import quote_all
+
+
+            @pytest.fixture(scope="module", autouse=True)
+            def cluster():
+                ray.init(num_cpus=2)
+                yield
+                ray.shutdown()
+
+
+            def test_quote_all(tmp_path):
+                (tmp_path / "scratch").write_text("the test's own temp file")
+                {body}
+        """).replace("{body}", test_body),
+    }
 
 
 def only(verdicts: list[Verdict], code: str) -> Verdict:
@@ -82,7 +131,7 @@ def test_get_in_loop_modelled_is_confirmed_with_timeline_evidence(cluster: Clust
             return out
     """}, repeat=2)
     verdict = only(verdicts, "RAY001")
-    assert (verdict.status, verdict.mode) == ("confirmed", "modelled"), verdict.summary
+    assert (verdict.status, verdict.mode, verdict.ran) == ("pattern confirmed (model)", "modelled", "the rule's model"), verdict.summary
     assert "6 iterations" in verdict.shape
     assert verdict.ratio is not None and verdict.ratio >= 1.5
     assert parallelism(verdict, 0) < 1.2 and parallelism(verdict, 1) > 1.6
@@ -93,7 +142,7 @@ def test_get_in_loop_measured_on_the_users_own_script(cluster: Cluster, tmp_path
     main = "ray.init()\n    print(squares(6))\n    ray.shutdown()"
     verdicts = run_verify(cluster, tmp_path, {"script.py": SCRIPT_TEMPLATE.format(main=main)}, repeat=2)
     verdict = only(verdicts, "RAY001")
-    assert (verdict.status, verdict.mode) == ("confirmed", "measured"), verdict.summary
+    assert (verdict.status, verdict.mode, verdict.ran) == ("confirmed on your code", "measured", "your code"), verdict.summary
     assert verdict.ratio is not None and verdict.ratio >= 1.5
     assert verdict.same_results is True  # the instrumented function returned the same list
     assert max(r.peak for r in verdict.runs[0]) == 1 and max(r.peak for r in verdict.runs[1]) == 2
@@ -125,7 +174,7 @@ def test_single_actor_bottleneck_against_one_actor_per_cpu(cluster: Cluster, tmp
         refs = [model.predict.remote(x) for x in range(6)]
     """}, repeat=2)
     verdict = only(verdicts, "RAY010")
-    assert (verdict.status, verdict.labels) == ("confirmed", ("one actor", "2 actors")), verdict.summary
+    assert (verdict.status, verdict.labels) == ("pattern confirmed (model)", ("one actor", "2 actors")), verdict.summary
     assert verdict.ratio is not None and verdict.ratio >= 1.5
     assert parallelism(verdict, 0) < 1.2 and parallelism(verdict, 1) > 1.6
 
@@ -139,7 +188,7 @@ def test_gpu_without_num_gpus_through_logical_gpus(cluster: Cluster, tmp_path: P
             return model.cuda()
     """})
     verdict = only(verdicts, "RAY040")
-    assert (verdict.status, verdict.mode) == ("confirmed", "evidence"), verdict.summary
+    assert (verdict.status, verdict.mode) == ("pattern confirmed (model)", "evidence"), verdict.summary
     without = verdict.runs[0][0].evidence
     with_gpu = verdict.runs[1][0].evidence
     assert without["gpu_ids"] == [] and without["CUDA_VISIBLE_DEVICES"] == "0,1"
@@ -157,7 +206,7 @@ def test_thread_oversubscription_reads_back_the_pool_size(cluster: Cluster, tmp_
                 return list(pool.map(abs, xs))
     """})
     verdict = only(verdicts, "RAY041")
-    assert verdict.status == "confirmed", verdict.summary
+    assert verdict.status == "pattern confirmed (model)", verdict.summary
     evidence = verdict.runs[0][0].evidence
     assert evidence["counts"]["pool size"] == 8 and evidence["num_cpus"] == 1
     assert verdict.runs[1][0].evidence["OMP_NUM_THREADS"] == "1"  # Ray's own default for a 1-CPU task
@@ -172,7 +221,7 @@ def test_driver_env_override_reaches_the_task(cluster: Cluster, tmp_path: Path) 
         ray.init()
     """})
     verdict = only(verdicts, "RAY042")
-    assert verdict.status == "confirmed", verdict.summary
+    assert verdict.status == "pattern confirmed (model)", verdict.summary
     assert verdict.runs[0][0].evidence["MKL_NUM_THREADS"] == "6"
     assert verdict.runs[1][0].evidence["MKL_NUM_THREADS"] is None
 
@@ -199,7 +248,7 @@ def test_a_script_that_cannot_run_falls_back_to_the_model(cluster: Cluster, tmp_
     (tmp_path / "faulty").mkdir()
     verdicts = run_verify(cluster, tmp_path / "faulty", {"faulty.py": SCRIPT_TEMPLATE.format(main=main)})
     verdict = only(verdicts, "RAY001")
-    assert (verdict.status, verdict.mode) == ("confirmed", "modelled"), verdict.summary
+    assert (verdict.status, verdict.mode, verdict.ran) == ("pattern confirmed (model)", "modelled", "the rule's model"), verdict.summary
     assert reason in verdict.shape and "8 iterations (count not in the code" in verdict.shape
     assert_cluster_still_works(cluster, tmp_path / "after")
 
@@ -216,7 +265,7 @@ def test_scripts_that_manage_ray_themselves_or_print_megabytes(cluster: Cluster,
 def assert_cluster_still_works(cluster: Cluster, directory: Path) -> None:
     directory.mkdir()
     verdicts = run_verify(cluster, directory, {"gpu.py": "import ray\n@ray.remote\ndef f(m):\n    return m.cuda()\n"})
-    assert only(verdicts, "RAY040").status == "confirmed"
+    assert only(verdicts, "RAY040").status == "pattern confirmed (model)"
 
 
 def _is_ray_worker(name: str, cmdline: str) -> bool:
@@ -294,12 +343,12 @@ def test_command_end_to_end_cleans_up_and_ignores_inherited_ray_address(
     assert command.returncode == 1, stderr  # a confirmed finding
     assert "executes the code" in stderr
     (verdict,) = json.loads(stdout)
-    assert (verdict["code"], verdict["status"]) == ("RAY040", "confirmed")
+    assert (verdict["code"], verdict["status"]) == ("RAY040", "pattern confirmed (model)")
     assert sorted(p.name for p in (tmp_path / "traces").iterdir()) == [
         "00-gpu-RAY040-L2-a.json", "00-gpu-RAY040-L2-b.json",
     ]
     report = (tmp_path / "report.html").read_text(encoding="utf-8")
-    assert "gpu.py:2 RAY040" in report and "confirmed" in report and "<svg" in report
+    assert "gpu.py:2 RAY040" in report and "pattern confirmed (model)" in report and "<svg" in report
     leftovers = _wait_for_none(lambda: _session_processes(command.pid, temp_root), grace_s=10)
     assert not leftovers, f"processes of the command left behind: {leftovers}"
     assert os.listdir(temp_root) == [], "the cluster's temporary directory was not removed"
@@ -345,12 +394,64 @@ def test_bad_input_exits_2_with_pythons_error_and_starts_no_cluster(tmp_path: Pa
     assert "local cluster" not in proc.stderr and "executes the code" not in proc.stderr  # no cluster was started
 
 
+def test_a_package_module_is_measured_through_its_own_tests(cluster: Cluster, tmp_path: Path) -> None:
+    verdict = only(run_verify(cluster, tmp_path, package(), repeat=3), "RAY001")
+    assert (verdict.status, verdict.ran) == ("confirmed on your code", "your code"), verdict.summary
+    assert verdict.shape == "pytest tests/test_batch.py, timing `quote_all`", verdict.shape
+    assert verdict.ratio is not None and verdict.ratio >= 1.5, verdict.summary
+    assert verdict.same_results is True
+    assert parallelism(verdict, 0) < 1.3 < parallelism(verdict, 1)
+    left = sorted(str(path.relative_to(tmp_path)) for path in tmp_path.rglob("*"))
+    assert left == sorted({*package(), "shop", "tests"}), "the run left files in the project"  # no __pycache__, no .pytest_cache
+
+
+def test_a_package_module_with_an_entry_point_runs_with_python_dash_m(cluster: Cluster, tmp_path: Path) -> None:
+    main = '\nif __name__ == "__main__":\n    ray.init()\n    print(quote_all(list(range(6))))\n'
+    files = package(main=main)
+    del files["tests/test_batch.py"]
+    verdict = only(run_verify(cluster, tmp_path, files), "RAY001")
+    assert (verdict.status, verdict.shape) == ("confirmed on your code", "`python -m shop.batch` from the project root, timing `quote_all`"), verdict
+
+
+def test_tests_that_fail_fall_back_to_the_model(cluster: Cluster, tmp_path: Path) -> None:
+    verdict = only(run_verify(cluster, tmp_path, package(test_body="assert quote_all([1]) == [0]")), "RAY001")
+    assert (verdict.status, verdict.ran) == ("pattern confirmed (model)", "the rule's model"), verdict
+    assert "the tests could not run (RuntimeError: the tests failed as they are (pytest exit status 1))" in verdict.shape
+
+
+def test_tests_named_in_the_config_or_on_the_command_line(cluster: Cluster, tmp_path: Path) -> None:
+    files = package()
+    files["checks/test_batch.py"] = files.pop("tests/test_batch.py")
+    files["pyproject.toml"] += "[tool.ray-lint.verify]\ntests = ['checks']\n"
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    verdict = only(verify([tmp_path], Resolver(parse_layer({}, "test", tmp_path)), cluster, repeat=1), "RAY001")
+    assert verdict.shape == "pytest checks/test_batch.py, timing `quote_all`", verdict
+    none = tmp_path / "none"
+    none.mkdir()
+    verdict = only(verify([tmp_path / "shop"], Resolver(parse_layer({}, "test", tmp_path)), cluster, repeat=1, tests=[none]), "RAY001")
+    assert verdict.ran == "the rule's model", verdict  # --tests replaces the config's: no test there
+
+
 def test_nothing_to_verify_starts_no_cluster(tmp_path: Path) -> None:
     (tmp_path / "clean.py").write_text("import ray\n\n@ray.remote\ndef f(x):\n    return x\n\nprint(ray.get([f.remote(i) for i in range(4)]))\n")
     proc = subprocess.run([sys.executable, "-m", "ray_lint", "verify", "clean.py"], cwd=tmp_path, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "No findings with an experiment." in proc.stdout
+    assert "No findings." in proc.stdout
     assert "local cluster" not in proc.stderr
+
+
+def test_a_finding_without_an_experiment_is_listed_not_dropped(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text("[tool.ray-lint]\npreview = true\nselect = ['RAY077']\n")
+    (tmp_path / "fire.py").write_text("import ray\n\n@ray.remote\ndef f(x):\n    return x\n\nf.remote(1)\n")
+    proc = subprocess.run(
+        [sys.executable, "-m", "ray_lint", "verify", "fire.py", "--output-format", "json"], cwd=tmp_path, capture_output=True, text=True, timeout=60,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    (verdict,) = json.loads(proc.stdout)
+    assert (verdict["code"], verdict["status"], verdict["ran"]) == ("RAY077", "no experiment", "nothing"), verdict
+    assert "local cluster" not in proc.stderr  # nothing to run: no cluster
 
 
 def test_help_says_it_executes_code() -> None:
@@ -363,14 +464,14 @@ def test_html_report_draws_each_task_on_its_worker_row(tmp_path: Path) -> None:
     source.write_text("import ray\nfor x in xs:\n    print(ray.get(f.remote(x)) < 3)\n", encoding="utf-8")
     serial = Run(True, None, 1.0, timeline=[(0.0, 0.5, "w1"), (0.5, 1.0, "w1")])
     parallel = Run(True, None, 0.5, timeline=[(0.0, 0.5, "w1"), (0.0, 0.5, "w2")])
-    verdict = Verdict(str(source), 3, "RAY001", "confirmed", "modelled", "2.00×", "2 iterations", ("loop", "batch"), 2.0, ([serial], [parallel]))
+    verdict = Verdict(str(source), 3, "RAY001", "pattern confirmed (model)", "modelled", "2.00×", "2 iterations", ("loop", "batch"), 2.0, ([serial], [parallel]))
     page = render_html([verdict])
     parser = _Tags()
     parser.feed(page)
     assert parser.counts["svg"] == 1 and parser.counts["rect"] == 4
     assert parser.texts.count("worker 1") == 2 and parser.texts.count("worker 2") == 1
     assert "print(ray.get(f.remote(x)) &lt; 3)" in page  # the code is escaped
-    assert "1 confirmed, 0 not reproduced, 0 inconclusive" in page
+    assert "1 pattern confirmed (model)</p>" in page
 
 
 class _Tags(HTMLParser):
@@ -396,7 +497,7 @@ def test_address_runs_on_an_existing_cluster_and_leaves_it_running(cluster: Clus
     assert proc.returncode == 1, proc.stderr
     assert f"cluster at {cluster.address}" in proc.stderr
     (verdict,) = json.loads(proc.stdout)
-    assert (verdict["code"], verdict["status"]) == ("RAY042", "confirmed")
+    assert (verdict["code"], verdict["status"]) == ("RAY042", "pattern confirmed (model)")
     assert_cluster_still_works(cluster, tmp_path / "after")
 
 
@@ -425,6 +526,10 @@ SOAK_ROUNDS: list[tuple[str, dict[str, str], float]] = [  # (kind, files, time l
     ("normal", {f"gpu{i}.py": SOAK_GPU for i in range(4)}, 60),
     ("hang", {"hangs.py": SCRIPT_TEMPLATE.format(main="time.sleep(10_000)")}, 5),
     ("normal", {f"gpu{i}.py": SOAK_GPU for i in range(3)}, 60),
+    # The user's tests: they hang, they fail, they call ray.init() and ray.shutdown() (all of them do).
+    ("hang", package(test_body="import time; time.sleep(10_000)"), 5),
+    ("fail", package(test_body="assert quote_all([1]) == [0]"), 60),
+    ("normal", package(), 60),
 ]
 
 
@@ -508,8 +613,8 @@ def test_soak_hanging_and_crashing_experiments_leave_nothing_behind(
             kinds[kind] += 1
             if kind == "hang":
                 assert (verdict.status, verdict.mode) == ("inconclusive", "measured") and "timed out" in verdict.summary, verdict
-            elif kind in ("raise", "exit"):
-                reason = "RuntimeError: boom" if kind == "raise" else "exited with status 1"
+            elif kind in ("raise", "exit", "fail"):
+                reason = {"raise": "RuntimeError: boom", "exit": "exited with status 1", "fail": "the tests failed as they are"}[kind]
                 assert verdict.mode == "modelled" and reason in verdict.shape, verdict
             else:
                 assert verdict.status != "inconclusive", verdict

@@ -69,9 +69,14 @@ def github_annotation(finding: Finding) -> str:
         "endLine": diagnostic.end.line,
         "endColumn": diagnostic.end.column,
     }
-    joined = ",".join(f"{key}={_escape_property(str(value))}" for key, value in properties.items())
     message = f"{finding.location}: {diagnostic.code} {diagnostic.message}"
-    return f"::{_GITHUB_LEVEL[diagnostic.severity]} {joined}::{_escape_data(message)}"
+    return workflow_command(_GITHUB_LEVEL[diagnostic.severity], properties, message)
+
+
+def workflow_command(level: str, properties: dict[str, object], message: str) -> str:
+    """A GitHub Actions annotation (`::warning file=…,line=…::message`), escaped as GitHub asks."""
+    joined = ",".join(f"{key}={_escape_property(str(value))}" for key, value in properties.items())
+    return f"::{level} {joined}::{_escape_data(message)}"
 
 
 def render_github(report: RunReport) -> str:

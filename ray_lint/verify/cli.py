@@ -13,12 +13,16 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from ray_lint.config import Resolver
-from ray_lint.experiment import Verdict
+from ray_lint.experiment import PROBLEM_SHOWN, Verdict, tally
+from ray_lint.output.machine import workflow_command
 from ray_lint.output.text import make_console
 from ray_lint.verify.report import render_html
 
 EXIT_OK, EXIT_CONFIRMED, EXIT_ERROR = 0, 1, 2
-STYLES = {"confirmed": "bold red", "not reproduced": "green", "inconclusive": "yellow"}
+STYLES = {
+    "confirmed on your code": "bold red", "pattern confirmed (model)": "red", "reproduced": "bold red",
+    "not reproduced": "green", "inconclusive": "yellow", "no experiment": "dim",
+}
 
 
 def run_verify(args: argparse.Namespace, resolver: Resolver, stdout: TextIO, stderr: TextIO) -> int:
@@ -36,16 +40,15 @@ def run_verify(args: argparse.Namespace, resolver: Resolver, stdout: TextIO, std
     from ray_lint.verify.runner import lint_for_verify, verify
 
     paths = args.paths or [Path(".")]
-    linted = lint_for_verify(paths, resolver)  # before any cluster: bad input costs no start-up
+    linted = lint_for_verify(paths, resolver, args.tests)  # before any cluster: bad input costs no start-up
     problems = linted.problems()
     if problems:
         for problem in problems:
             err.print(f"ray-lint: error: {problem}", markup=False)
         err.print("ray-lint: error: nothing was run; fix these files first", markup=False)
         return EXIT_ERROR
-    if not linted.verifiable():
-        render([], make_console(stdout, args.color))
-        return EXIT_OK
+    if not linted.verifiable():  # nothing to run: no cluster
+        return _print(linted.without_experiment(), args, stdout)
 
     err.print("[bold]ray-lint verify runs the flagged code and its fixed form; this executes the code in these files.[/]")
     with err.status("starting a local Ray cluster" if args.address is None else f"connecting to {escape(args.address)}"):
@@ -69,25 +72,45 @@ def run_verify(args: argparse.Namespace, resolver: Resolver, stdout: TextIO, std
     if args.report is not None:
         args.report.write_text(render_html(verdicts), encoding="utf-8")
         err.print(f"report: {args.report}", markup=False)
+    return _print(verdicts, args, stdout)
+
+
+def _print(verdicts: list[Verdict], args: argparse.Namespace, stdout: TextIO) -> int:
+    """The verdicts in the chosen format; exit 1 when one of them shows a problem."""
     if args.output_format == "json":
         stdout.write(json.dumps([v.to_json() for v in verdicts], indent=2) + "\n")
+    elif args.output_format == "github":
+        stdout.write("".join(github_annotation(v) + "\n" for v in verdicts))
     else:
         console = make_console(stdout, args.color)
         if not console.is_terminal:
             console.width = 140  # a log or a pipe: wide rows rather than folded ones
         render(verdicts, console)
-    return EXIT_CONFIRMED if any(v.status == "confirmed" for v in verdicts) else EXIT_OK
+    return EXIT_CONFIRMED if any(v.status in PROBLEM_SHOWN for v in verdicts) else EXIT_OK
+
+
+def github_annotation(verdict: Verdict) -> str:
+    """One GitHub Actions workflow command per verdict: an error where the problem was shown."""
+    level = "error" if verdict.status in PROBLEM_SHOWN else "notice"
+    summary = verdict.summary
+    if verdict.same_results is not None:
+        summary += "; same results" if verdict.same_results else "; results differ"
+    return workflow_command(
+        level,
+        {"title": f"ray-lint verify ({verdict.code}): {verdict.status}", "file": verdict.path, "line": verdict.line},
+        f"{verdict.code} {verdict.status} ({verdict.ran}): {summary}",
+    )
 
 
 def render(verdicts: list[Verdict], console: Console) -> None:
     if not verdicts:
-        console.print("No findings with an experiment.")
+        console.print("No findings.")
         return
     table = Table(show_lines=True)
     for column in ("Finding", "Verdict", "How", "Numbers and evidence"):
         table.add_column(column, overflow="fold")
     for verdict in verdicts:
-        how: str = verdict.mode or "-"
+        how = f"{verdict.ran}, {verdict.mode}" if verdict.mode else "-"
         if verdict.shape:
             how += f": {verdict.shape}"
         summary = verdict.summary
@@ -100,5 +123,4 @@ def render(verdicts: list[Verdict], console: Console) -> None:
             escape(summary),
         )
     console.print(table)
-    counts = {status: sum(v.status == status for v in verdicts) for status in STYLES}
-    console.print(", ".join(f"{n} {status}" for status, n in counts.items()))
+    console.print(tally(verdicts))

@@ -1,22 +1,36 @@
 """Runs one variant of an experiment in its own process: `python -m ray_lint.verify.probe SPEC.json`.
 
 It connects to the verifier's cluster, makes the code's own `ray.init()` and `ray.shutdown()` calls
-harmless (the cluster is shared), runs the code as `__main__`, and writes what happened to the
-result file named in the spec: wall time, the wall-clock window, whether it raised, and what the
-code left in `__ray_lint_result__`, `__ray_lint_evidence__` and `__ray_lint_timed__` (set by
-modelled variants; see `experiment.timed`).
+harmless (the cluster is shared), runs the code, and writes what happened to the result file named
+in the spec: wall time, the wall-clock window, whether it raised, and what the code left in
+`__ray_lint_result__`, `__ray_lint_evidence__` and `__ray_lint_timed__` (set by modelled variants;
+see `experiment.timed`).
+
+The code runs as the plan's `Runner` says: exec'd as `__main__` (a script), with `runpy` as
+`python -m module`, or through pytest on the user's tests. In the last two the variant's source
+stands in for the user's file wherever it is imported (`SourceOverride`), so the file on disk is
+never changed.
 """
 
 from __future__ import annotations
 
+import builtins
 import functools
+import hashlib
+import importlib.abc
+import importlib.machinery
 import json
 import os
+import runpy
 import sys
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from importlib.machinery import ModuleSpec
+from types import ModuleType
 from typing import Any
+
+MAX_VALUES = 1000  # return values kept per run, to compare the variants call by call
 
 
 class Timer:
@@ -24,8 +38,9 @@ class Timer:
     wall-clock window of its calls, and its last return value."""
 
     def __init__(self) -> None:
-        self.calls, self.seconds, self.value = 0, 0.0, None
+        self.calls, self.seconds = 0, 0.0
         self.window: list[float] = []
+        self.values: list[str] = []  # the repr of each call's return value
 
     def __call__(self, function: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(function)
@@ -37,10 +52,71 @@ class Timer:
                 self.calls += 1
                 self.seconds += time.perf_counter() - begin
                 self.window = [self.window[0] if self.window else begin_epoch, time.time()]
-            self.value = value
+            if len(self.values) < MAX_VALUES:
+                self.values.append(repr(value))
             return value
 
         return timed
+
+    def value(self) -> str:
+        """One string for all the calls' return values: equal when every call returned the same."""
+        if self.calls == 1:
+            return self.values[0][:2000]
+        digest = hashlib.sha256("\0".join(self.values).encode()).hexdigest()[:16]
+        return f"{self.calls} calls, return values {digest}"
+
+
+class SourceOverride(importlib.abc.MetaPathFinder):
+    """Loads the file at `path` from `source` whatever name it is imported under: the variant stands
+    in for the user's module. Every other import is left to the finders behind it."""
+
+    def __init__(self, path: str, source: str) -> None:
+        self.path, self.source = os.path.realpath(path), source
+
+    def find_spec(self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None) -> ModuleSpec | None:
+        for finder in sys.meta_path:
+            find = getattr(finder, "find_spec", None)
+            if finder is self or find is None:
+                continue
+            spec: ModuleSpec | None = find(fullname, path, target)
+            if spec is None:
+                continue
+            if spec.origin and os.path.realpath(spec.origin) == self.path:
+                spec.loader = _VariantLoader(fullname, spec.origin, self.source)
+            return spec
+        return None
+
+
+class _VariantLoader(importlib.machinery.SourceFileLoader):
+    def __init__(self, fullname: str, path: str, source: str) -> None:
+        super().__init__(fullname, path)
+        self.source = source
+
+    def get_code(self, fullname: str) -> Any:
+        return compile(self.source, self.path, "exec", dont_inherit=True)
+
+    def get_source(self, fullname: str) -> str:
+        return self.source
+
+
+def run_code(spec: dict[str, Any], timer: Timer) -> dict[str, Any]:
+    """Run the variant as its runner says; the namespace it left (for a script), else an empty one."""
+    runner = spec.get("runner", "script")
+    if runner == "script":
+        namespace: dict[str, Any] = {"__name__": "__main__", "__file__": spec["path"], "__ray_lint_timer__": timer}
+        exec(compile(spec["source"], spec["path"], "exec"), namespace)
+        return namespace
+    sys.meta_path.insert(0, SourceOverride(spec["path"], spec["source"]))
+    if runner == "module":
+        return runpy.run_module(spec["module"], run_name="__main__", alter_sys=True)
+    import pytest
+
+    # Plugins that reorder or spread the tests over processes would hide the calls from the timer.
+    options = ["-q", "-p", "no:cacheprovider", "-p", "no:xdist", "-p", "no:randomly", f"--basetemp={spec['basetemp']}"]
+    code = pytest.main([*spec["tests"], *options])
+    if code != 0:
+        raise RuntimeError(f"the tests failed as they are (pytest exit status {int(code)})")
+    return {}
 
 
 def warm_up(ray: Any, workers: int) -> None:
@@ -67,11 +143,12 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
 
     ray.init, ray.shutdown = shared_init, lambda *args, **kwargs: None  # type: ignore[assignment]
     timer = Timer()
-    namespace: dict[str, Any] = {"__name__": "__main__", "__file__": spec["path"], "__ray_lint_timer__": timer}
+    builtins.__ray_lint_timer__ = timer  # type: ignore[attr-defined]  # for a module imported by name
+    namespace: dict[str, Any] = {}
     result: dict[str, Any] = {"ok": True, "error": None}
     start_epoch, start = time.time(), time.perf_counter()
     try:
-        exec(compile(spec["source"], spec["path"], "exec"), namespace)
+        namespace = run_code(spec, timer)
     except SystemExit as exit_:
         if exit_.code not in (None, 0):
             result.update(ok=False, error=f"SystemExit({exit_.code!r})")
@@ -84,7 +161,10 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
         result["wall_s"], result["window"] = seconds, [begin, end]
     result["value"] = repr(namespace["__ray_lint_result__"])[:2000] if "__ray_lint_result__" in namespace else None
     if timer.calls:  # the function that holds the finding was instrumented and ran
-        result["wall_s"], result["window"], result["value"] = timer.seconds, timer.window, repr(timer.value)[:2000]
+        result["wall_s"], result["window"], result["value"] = timer.seconds, timer.window, timer.value()
+    elif spec.get("function") and result["ok"]:
+        what = {"module": f"`python -m {spec.get('module')}`", "tests": "the tests"}.get(spec.get("runner", ""), "the entry point")
+        result.update(ok=False, error=f"{what} never called `{spec['function']}`")
     result["evidence"] = namespace.get("__ray_lint_evidence__")
     time.sleep(spec.get("flush_s", 0))  # let the workers send their last task events before the job ends
     ray.init, ray.shutdown = connect, disconnect  # type: ignore[assignment]

@@ -7,10 +7,13 @@ from __future__ import annotations
 import html
 from pathlib import Path
 
-from ray_lint.experiment import Run, Verdict
+from ray_lint.experiment import Run, Verdict, tally
 
 ROW_HEIGHT, BAR_HEIGHT, WIDTH, LABEL_WIDTH = 22, 16, 720, 90
-COLOURS = {"confirmed": "#c62828", "not reproduced": "#2e7d32", "inconclusive": "#b26a00"}
+COLOURS = {
+    "confirmed on your code": "#c62828", "pattern confirmed (model)": "#c62828", "reproduced": "#c62828",
+    "not reproduced": "#2e7d32", "inconclusive": "#b26a00", "no experiment": "#757575",
+}
 STYLE = """
 body { font: 14px/1.45 system-ui, sans-serif; margin: 2em auto; max-width: 60em; color: #222; }
 h1 { font-size: 1.5em; } h2 { font-size: 1.1em; margin: 0; }
@@ -24,8 +27,8 @@ svg text { font: 11px system-ui, sans-serif; fill: #333; }
 
 
 def render_html(verdicts: list[Verdict]) -> str:
-    counts = ", ".join(f"{sum(v.status == s for v in verdicts)} {s}" for s in COLOURS)
-    sections = "\n".join(_section(v) for v in verdicts) or "<p>No findings with an experiment.</p>"
+    counts = tally(verdicts)
+    sections = "\n".join(_section(v) for v in verdicts) or "<p>No findings.</p>"
     return (
         "<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'><title>ray-lint verify</title>"
         f"<style>{STYLE}</style></head><body>\n<h1>ray-lint verify</h1>\n<p>{html.escape(counts)}</p>\n"
@@ -34,7 +37,7 @@ def render_html(verdicts: list[Verdict]) -> str:
 
 
 def _section(verdict: Verdict) -> str:
-    how = html.escape(f"{verdict.mode or '-'}" + (f": {verdict.shape}" if verdict.shape else ""))
+    how = html.escape(f"{verdict.ran}, {verdict.mode or '-'}" + (f": {verdict.shape}" if verdict.shape else ""))
     summary = verdict.summary
     if verdict.same_results is not None:
         summary += "; same results" if verdict.same_results else "; results differ"

@@ -14,7 +14,7 @@ import signal
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import suppress
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -23,7 +23,7 @@ from typing import Any
 from ray_lint.api import RunOptions, lint_file, resolve
 from ray_lint.diagnostics import FILE_ERROR_CODE
 from ray_lint.config import Resolver
-from ray_lint.experiment import Experiment, Plan, Run, Subject, Variant, Verdict
+from ray_lint.experiment import Experiment, Plan, Run, Runner, Subject, Variant, Verdict, last_line
 from ray_lint.files import Skipped, discover
 from ray_lint.results import FileResult
 from ray_lint.rule import rule_by_code_or_name
@@ -56,11 +56,12 @@ def verify(
     progress: Callable[[str, int], None] = lambda path, total: None,
     trace_dir: Path | None = None,
     linted: Linted | None = None,
+    tests: list[Path] | None = None,
 ) -> list[Verdict]:
     """Lint `paths` (unless `linted` already holds their results), run an experiment for every finding of a
     rule that has one, return the verdicts (in file and line order). `progress(path, total)` is called
-    after each experiment."""
-    jobs, verdicts = plan_findings(linted if linted is not None else lint_for_verify(paths, resolver), cluster)
+    after each experiment; `tests` are those --tests names."""
+    jobs, verdicts = plan_findings(linted if linted is not None else lint_for_verify(paths, resolver, tests), cluster)
     verdicts += run_jobs(jobs, cluster, repeat, timeout, lambda path: progress(path, len(jobs)), trace_dir)
     return sorted(verdicts, key=lambda v: (v.path, v.line, v.code))
 
@@ -71,6 +72,7 @@ class Linted:
 
     results: list[tuple[Path, FileResult]]
     missing: list[Path]
+    tests: dict[Path, tuple[str, ...] | None] = field(default_factory=dict)  # per file: the tests it may run (None: search)
 
     def problems(self) -> list[str]:
         """Why the code cannot run as it is: a named path that does not exist, a file Python cannot compile
@@ -88,15 +90,31 @@ class Linted:
         """How many findings belong to a rule with an experiment."""
         return sum(1 for _, result in self.results for d in result.diagnostics if _experiment_of(d.code) is not None)
 
+    def without_experiment(self) -> list[Verdict]:
+        """A "no experiment" verdict for each finding of a rule that has none: listed, never dropped."""
+        return [
+            Verdict(str(path), d.start.line, d.code, "no experiment", None, f"{d.code} has no experiment yet: {d.message}")
+            for path, result in self.results
+            for d in result.diagnostics
+            if d.code != FILE_ERROR_CODE and _experiment_of(d.code) is None
+        ]
 
-def lint_for_verify(paths: list[Path], resolver: Resolver) -> Linted:
+
+def lint_for_verify(paths: list[Path], resolver: Resolver, tests: list[Path] | None = None) -> Linted:
     """Lint what `verify` would run, with the project's facts. Notebooks are linted elsewhere but not run
-    here: their cells expect a kernel's state and order."""
+    here: their cells expect a kernel's state and order. `tests` (from --tests) replaces the tests the
+    config names; with neither, each finding's project is searched for tests."""
     found = list(discover(paths, resolver))
     files = [item for item in found if isinstance(item, Path) and not is_notebook(item)]
     missing = [item.path for item in found if isinstance(item, Skipped) and not item.path.exists()]
+    missing += [test for test in tests or () if not test.exists()]
     results = resolve([lint_file(path, resolver.settings_for(path), RunOptions(write=False)) for path in files], resolver)
-    return Linted(list(zip(files, results)), missing)
+    named = {path: tests if tests is not None else resolver.settings_for(path).verify_tests for path in files}
+    return Linted(list(zip(files, results)), missing, {path: _strings(value) for path, value in named.items()})
+
+
+def _strings(paths: Sequence[Path] | None) -> tuple[str, ...] | None:
+    return tuple(str(path.resolve()) for path in paths) if paths is not None else None
 
 
 def _syntax_error(result: FileResult) -> SyntaxError | None:
@@ -117,14 +135,14 @@ def _experiment_of(code: str) -> Experiment | None:
 
 
 def plan_findings(linted: Linted, cluster: Cluster) -> tuple[list[Job], list[Verdict]]:
-    """Plan an experiment for each finding whose rule has one."""
-    jobs, verdicts = [], []
+    """Plan an experiment for each finding whose rule has one; the others are listed as having none."""
+    jobs, verdicts = [], linted.without_experiment()
     for path, result in linted.results:
         for diagnostic in result.diagnostics:
             experiment = _experiment_of(diagnostic.code)
             if experiment is None or result.source is None:
                 continue
-            subject = Subject(str(path), result.source, diagnostic, cluster.num_cpus, cluster.num_gpus)
+            subject = Subject(str(path), result.source, diagnostic, cluster.num_cpus, cluster.num_gpus, linted.tests.get(path))
             try:
                 plan = experiment.plan(subject)
             except Exception as error:  # a bug in one experiment must not stop the others
@@ -144,10 +162,18 @@ def run_jobs(
     progress: Callable[[str], None] = lambda path: None,
     trace_dir: Path | None = None,
 ) -> list[Verdict]:
-    """Run every job's variants interleaved A B A B, then judge them against Ray's timeline."""
+    """Run every job's variants interleaved A B A B, then judge them against Ray's timeline. Findings
+    whose plans are the same (a model replayed with the same counts) share one set of runs."""
+    done: dict[tuple[type[Experiment], Plan], Job] = {}
     with tempfile.TemporaryDirectory(prefix="ray-lint-verify-") as scratch:
         for job in jobs:
-            run_job(job, cluster, repeat, timeout, Path(scratch))
+            key = (type(job.experiment), job.plan)
+            if key in done:
+                twin = done[key]
+                job.plan, job.a, job.b = twin.plan, twin.a, twin.b
+            else:
+                run_job(job, cluster, repeat, timeout, Path(scratch))
+                done[key] = job
             progress(job.subject.path)
     events = cluster.timeline()
     verdicts = []
@@ -167,39 +193,51 @@ def run_job(job: Job, cluster: Cluster, repeat: int, timeout: float, scratch: Pa
     raises or exits, rather than hanging), the rule's model takes its place, and says why."""
 
     def pair() -> bool:
-        job.a.append(run_variant(cluster, job.plan.a, job.subject.path, timeout, scratch))
+        plan = job.plan
+        job.a.append(run_variant(cluster, plan.a, job.subject.path, timeout, scratch, plan.runner))
         if job.a[-1].timed_out:  # the fixed form would most likely hang the same way (a driver stuck before
             return False         # the flagged code): one time limit spent, not two
-        job.b.append(run_variant(cluster, job.plan.b, job.subject.path, timeout, scratch))
-        return job.a[-1].ok and job.b[-1].ok
+        job.b.append(run_variant(cluster, plan.b, job.subject.path, timeout, scratch, plan.runner))
+        return job.experiment.ran_as_planned(job.a[-1]) and job.b[-1].ok
 
-    succeeded = pair()
-    first, fallback = job.a[0], job.plan.fallback
-    if not first.ok and not first.timed_out and fallback is not None:
-        reason = (first.error or "it failed").strip().splitlines()[-1]
-        job.plan = replace(fallback, shape=f"{fallback.shape}; the script itself could not run ({reason})")
+    succeeded, failures = pair(), []
+    while not job.experiment.ran_as_planned(job.a[0]) and not job.a[0].timed_out and job.plan.fallback is not None:
+        failures.append(f"{_attempt(job.plan)} could not run ({last_line(job.a[0].error)})")
+        job.plan = replace(job.plan.fallback, shape="; ".join([job.plan.fallback.shape, *failures]))
         job.a.clear()
         job.b.clear()
         succeeded = pair()
-    rounds = 1 if job.plan.mode == "evidence" else repeat  # what Ray hands a task does not vary by run
+    rounds = job.experiment.rounds or repeat
     while succeeded and len(job.a) < rounds:
         succeeded = pair()
 
 
-def run_variant(cluster: Cluster, variant: Variant, path: str, timeout: float, scratch: Path) -> Run:
+def _attempt(plan: Plan) -> str:
+    """What a plan ran, in a few words, for the note when the next one takes its place."""
+    runner = plan.runner
+    if runner.kind == "tests":
+        return "the tests"
+    return f"`python -m {runner.module}`" if runner.kind == "module" else "the script"
+
+
+def run_variant(cluster: Cluster, variant: Variant, path: str, timeout: float, scratch: Path, runner: Runner = Runner()) -> Run:
     """One variant in its own process, in its own session so that everything it starts can be
     killed; output goes to a file of which only the tail is kept."""
     handle, spec_path = tempfile.mkstemp(suffix=".json", dir=scratch)
     os.close(handle)
     result_path, output_path = spec_path + ".result", spec_path + ".out"
     spec = {
-        "address": cluster.address, "source": variant.source, "path": path, "result": result_path,
+        "address": cluster.address, "source": variant.source, "path": str(Path(path).resolve()), "result": result_path,
         "workers": int(cluster.num_cpus), "flush_s": cluster.event_flush_s,
+        "runner": runner.kind, "module": runner.module, "tests": list(runner.tests), "function": runner.function,
+        "basetemp": spec_path + ".pytest",  # the tests' tmp_path folders: in the scratch folder, removed with it
     }
     Path(spec_path).write_text(json.dumps(spec), encoding="utf-8")
     env = cluster.environment()
-    directory = str(Path(path).resolve().parent)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [directory, env.get("PYTHONPATH")]))
+    directory = runner.cwd or str(Path(path).resolve().parent)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [runner.path_entry or directory, env.get("PYTHONPATH")]))
+    if runner.kind != "script":
+        env["PYTHONDONTWRITEBYTECODE"] = "1"  # the user's project is left as it was: no new __pycache__
     with open(output_path, "wb") as output:
         process = subprocess.Popen(
             [sys.executable, "-m", "ray_lint.verify.probe", spec_path],
