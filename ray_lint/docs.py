@@ -13,6 +13,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from ray_lint.experiment import EvidenceExperiment, ReproductionExperiment
 from ray_lint.rule import Rule, all_rules
 
 DOCS_DIR = Path(__file__).resolve().parent.parent / "docs" / "rules"
@@ -31,7 +32,25 @@ def render_rule(rule: type[Rule]) -> str:
         rule.docs.strip(),
         "",
     ]
+    if rule.experiment is not None:
+        lines += ["## Verification", "", f"`ray-lint verify` {verification(rule)}: {_paragraph(type(rule.experiment).__doc__)}", ""]
     return "\n".join(lines)
+
+
+def verification(rule: type[Rule]) -> str:
+    """What the rule's experiment shows, in a few words ("" without one)."""
+    if rule.experiment is None:
+        return ""
+    if isinstance(rule.experiment, ReproductionExperiment):
+        return "reproduces the failure"
+    if isinstance(rule.experiment, EvidenceExperiment):
+        return "reads what Ray hands the task"
+    return "times the flagged form against the fixed one"
+
+
+def _paragraph(text: str | None) -> str:
+    """A docstring's first paragraph on one line."""
+    return " ".join((text or "").strip().split("\n\n")[0].split())
 
 
 CATEGORY_TITLES = {
@@ -56,11 +75,12 @@ def render_index() -> str:
     for rule in all_rules():
         by_category.setdefault(rule.category, []).append(rule)
     for category, rules in by_category.items():
-        lines += ["", f"## {category_title(category)}", "", "| Code | Name | Severity | Status | Fix | Message |", "|---|---|---|---|---|---|"]
+        lines += ["", f"## {category_title(category)}", "", "| Code | Name | Severity | Status | Fix | Verify | Message |", "|---|---|---|---|---|---|---|"]
         for rule in rules:
             status = "preview" if rule.preview else "default"
             fix = "yes" if rule.fixable else ""
-            lines.append(f"| [{rule.code}]({rule.code}.md) | `{rule.name}` | {rule.severity.value} | {status} | {fix} | {rule.message} |")
+            row = f"| [{rule.code}]({rule.code}.md) | `{rule.name}` | {rule.severity.value} | {status} | {fix} | {verification(rule)} | {rule.message} |"
+            lines.append(row)
     return "\n".join(lines) + "\n"
 
 

@@ -25,6 +25,7 @@ import os
 import re
 import statistics
 import textwrap
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generic, Literal, TypeVar
@@ -170,6 +171,8 @@ class Subject:
     cluster_cpus: float
     cluster_gpus: float
     tests: tuple[str, ...] | None = None  # test files or folders named by --tests or the config; None: search
+    # Whether a text still has a finding of a rule that reproduces failures (the verifier lints it).
+    still_fails: Callable[[str], bool] = lambda text: False
 
     def fixed_text(self) -> str | None:
         """The file with this finding's fix applied, if it has one and the result parses."""
@@ -209,7 +212,7 @@ class Subject:
         flagged function; each falls back to the next, and the last to `model`. None when neither exists.
         `what` is "timing" when the flagged function is timed."""
         plans: list[tuple[str, Runner]] = []
-        function = self.flagged_function() or ""
+        function = (self.flagged_function() or "") if what == "timing" else ""  # only a timed function must be called
         package = _package_of(Path(self.path))
         root = str(project_root(Path(self.path)) or Path(self.path).resolve().parent)
         if self.has_entry_point():
@@ -273,7 +276,16 @@ def _package_of(path: Path) -> tuple[str, str] | None:
 
 
 def _sync_holders(module: cst.Module, line: int) -> list[tuple[int, cst.FunctionDef]]:
-    return [(start, node) for start, node in _functions_holding(module, line) if node.asynchronous is None]
+    """The functions the probe's timer can time: sync, and run by the driver (a remote function's or
+    actor method's body runs in a worker, where the timer never sees it)."""
+    model = SemanticModel(module)
+    return [
+        (model.position(info.node).start.line, info.node)
+        for info in model.functions
+        if info.node.asynchronous is None
+        and model.remote_of_scope(info.scope) is None
+        and model.position(info.node).start.line <= line <= model.position(info.node).end.line
+    ]
 
 
 def _functions_holding(module: cst.Module, line: int) -> list[tuple[int, cst.FunctionDef]]:
@@ -297,6 +309,9 @@ class Experiment(Generic[Facts]):
 
     threshold = 1.3  # the catalogue's "confirmed" ratio
     rounds: int | None = None  # A B rounds to run; None: the verifier's --repeat (timings vary by run)
+    # Whether the fix works by running more tasks at once, so that Ray's timeline must agree; False for
+    # fixes that save overhead (fewer tasks, fewer copies), where parallelism has nothing to show.
+    more_parallelism = True
     facts_type: type[Facts]
 
     def facts(self, subject: Subject) -> Facts:
@@ -332,7 +347,7 @@ class Experiment(Generic[Facts]):
             return verdict
         verdict.ratio = statistics.median(x.wall_s / y.wall_s for x, y in zip(a, b) if y.wall_s > 0)
         verdict.same_results = _same_results(a, b)
-        par_a, par_b = _median_parallelism(a), _median_parallelism(b)
+        par_a, par_b = (_median_parallelism(a), _median_parallelism(b)) if self.more_parallelism else (None, None)
         numbers = f"{plan.a.label} {_median_wall(a):.2f} s vs {plan.b.label} {_median_wall(b):.2f} s ({verdict.ratio:.2f}×)"
         if par_a is not None and par_b is not None:
             numbers += f"; parallelism {par_a:.1f} vs {par_b:.1f}, peak {max(r.peak for r in a)} vs {max(r.peak for r in b)} tasks at once"
@@ -385,8 +400,8 @@ class ReproductionExperiment(Experiment[Facts]):
     def plan(self, subject: Subject) -> Plan | str:
         model = self.model(subject)
         fixed = subject.fixed_text()
-        if fixed is None:
-            return model
+        if fixed is None or subject.still_fails(fixed):  # Ray stops at the first refused call: the fixed
+            return model                                  # script would fail too, at another finding
         # An error shows in the script's own run; a test that fails on it says less, so no tests here.
         fallback = model if isinstance(model, Plan) else None
         own = subject.on_user_code(Variant("as written", subject.text), Variant("fixed", fixed), "error", fallback, tests=False)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from ray_lint.diagnostics import Severity
+from ray_lint.experiment import Plan, ReproductionExperiment, Subject, Variant, script
 from ray_lint.model import RemoteDef, SemanticModel
 from ray_lint.python_model import iter_subtree
 from ray_lint.rule import REMOTE_MADE, Context, Invalid, Rule, Valid
@@ -30,6 +31,48 @@ def _in_actor_class(model: SemanticModel, remote: RemoteDef, actors: set[int]) -
     return info is not None and info.owner is not None and id(info.owner.node) in actors
 
 
+FLAGGED = """
+import asyncio
+
+@ray.remote
+async def fetch(url):
+    await asyncio.sleep(0.1)  # stands for an async client's request
+    return f"page of {url}"
+
+__ray_lint_result__ = ray.get([fetch.remote(u) for u in ("a", "b")], timeout=30)
+"""
+FIXED = """
+import asyncio
+
+async def _fetch(url):
+    await asyncio.sleep(0.1)
+    return f"page of {url}"
+
+@ray.remote
+def fetch(url):
+    return asyncio.run(_fetch(url))
+
+__ray_lint_result__ = ray.get([fetch.remote(u) for u in ("a", "b")], timeout=30)
+__ray_lint_evidence__ = {"right": f"a sync task ran the coroutine with asyncio.run: {__ray_lint_result__}"}
+"""
+
+
+class AsyncDefRemoteTaskExperiment(ReproductionExperiment[None]):
+    """`ray.remote` applied to an `async def` function (Ray refuses it as the decorator runs), against
+    the fix Ray's docs give: a sync task that runs the coroutine with `asyncio.run`. The same for every finding."""
+
+    facts_type = type(None)
+    expected = r"'async def' should not be used for remote tasks"
+
+    def model(self, subject: Subject) -> Plan:
+        return Plan(
+            Variant("async def task", script(FLAGGED)),
+            Variant("sync task with asyncio.run", script(FIXED)),
+            "modelled",
+            "`ray.remote` applied to an `async def` function, and the same coroutine run by a sync task",
+        )
+
+
 class AsyncDefRemoteTask(Rule):
     code = "RAY065"
     name = "async-def-remote-task"
@@ -39,6 +82,7 @@ class AsyncDefRemoteTask(Rule):
     fixable = False
     tokens = ("async def",)
     also_tokens = REMOTE_MADE
+    experiment = AsyncDefRemoteTaskExperiment()
     docs = """
 ## What it does
 Finds `@ray.remote` (or `@ray.remote(...)`, `ray.remote(f)`, `ray.remote(...)(f)`) applied to a

@@ -3,12 +3,21 @@
 
 from __future__ import annotations
 
+import ast
+import math
+from dataclasses import dataclass
+
 import libcst as cst
 
 from ray_lint.diagnostics import Severity
+from ray_lint.experiment import Plan, ReproductionExperiment, Subject, Variant, script
 from ray_lint.ray_api import (
     QUANTITY_KEYWORDS,
     RESERVED_RESOURCES,
+    RESOURCE_UNIT_SCALING,
+    TPU_CHIP_OPTIONS,
+    WHOLE_ABOVE_ONE,
+    WHOLE_ONLY,
     dict_entries,
     expected_to_raise,
     keyword_arg,
@@ -25,6 +34,85 @@ WHEN = {
     "data": "when the dataset executes",
 }
 
+# The stand-in task, submitted (some quantities are refused only then); B's task runs, or waits for an
+# accelerator or custom resource the verify cluster lacks.
+TASK = """
+def work():
+    return ray.get_gpu_ids()
+
+{make}
+ref = work.remote()
+ready, _ = ray.wait([ref], timeout=5)
+if ready:
+    __ray_lint_evidence__ = {{"right": f"the task ran, with ray.get_gpu_ids()={{ray.get(ref)}}"}}
+else:
+    ray.cancel(ref)
+    __ray_lint_evidence__ = {{"right": "accepted; the task waits for more than this cluster has"}}
+"""
+
+
+@dataclass(frozen=True)
+class QuantityFacts:
+    """The refused quantity, replayable: the resource (`num_cpus`, or a `resources=` key), its value as written
+    (a string literal, or an f-string's text as a string), whether it is a keyword, and where Ray reads it."""
+
+    resource: str
+    quantity: str
+    keyword: bool
+    where: str
+
+
+class BadResourceQuantityExperiment(ReproductionExperiment[QuantityFacts]):
+    """The quantity as written on a stand-in task, given where the code gives it (`ray.remote` or `.options`)
+    and submitted; B gives the nearest quantity Ray takes (1 for a negative or non-numeric one, 0.0001 for a
+    finer fraction, the next whole number or TPU chip count) and runs the task."""
+
+    facts_type = QuantityFacts
+    expected = (
+        r"cannot be negative|The precision of the fractional quantity|The type of keyword"
+        r"|not supported between instances of 'str'|resource quantity must be whole numbers"
+        r"|not a supported chip configuration|resource quantities >1 must"
+    )
+
+    def model(self, subject: Subject) -> Plan:
+        facts = self.facts(subject)
+        flagged, fixed = _option(facts, facts.quantity), _option(facts, _accepted(facts.resource, facts.quantity, facts.keyword))
+        if facts.where == "options":
+            make = "work = ray.remote(work).options({})"
+            how = "at `.options(...)`"
+        else:
+            make = "work = ray.remote({})(work)"
+            how = "by `ray.remote`" + (" (Ray Data makes its tasks with `ray.remote(**ray_remote_args)`)" if facts.where == "data" else "")
+        return Plan(
+            Variant(flagged, script(TASK.format(make=make.format(flagged)))),
+            Variant(fixed, script(TASK.format(make=make.format(fixed)))),
+            "modelled",
+            f"a stand-in task given {flagged} {how} and submitted, and the same with {fixed}",
+        )
+
+
+def _option(facts: QuantityFacts, quantity: str) -> str:
+    return f"{facts.resource}={quantity}" if facts.keyword else f"resources={{{facts.resource!r}: {quantity}}}"
+
+
+def _accepted(resource: str, quantity: str, keyword: bool) -> str:
+    """The quantity nearest to the refused one that Ray takes for `resource`."""
+    value = ast.literal_eval(quantity)
+    if isinstance(value, str):
+        try:
+            value = float(value)
+        except ValueError:
+            value = 1
+    number = abs(float(value)) or 1.0
+    name = "GPU" if keyword and resource == "num_gpus" else resource
+    if number * RESOURCE_UNIT_SCALING < 1:
+        number = 1 / RESOURCE_UNIT_SCALING
+    if name in WHOLE_ONLY or (name in WHOLE_ABOVE_ONE and number > 1):
+        number = float(math.ceil(number))
+    if name == "TPU":
+        number = float(next((chips for chips in TPU_CHIP_OPTIONS if chips >= number), TPU_CHIP_OPTIONS[-1]))
+    return str(int(number)) if number.is_integer() else f"{number:g}"
+
 
 class BadResourceQuantity(Rule):
     code = "RAY047"
@@ -34,6 +122,7 @@ class BadResourceQuantity(Rule):
     category = "api-misuse"
     tokens = ("num_cpus", "num_gpus", "memory=", "memory =", "resources")  # `memory` alone is everywhere; only the keyword is checked
     also_tokens = (".remote", "import remote", ".map(", ".map_batches(", ".flat_map(", ".filter(")
+    experiment = BadResourceQuantityExperiment()
     docs = """
 ## What it does
 Checks the literal quantities of `num_cpus=`, `num_gpus=`, `memory=` and each entry of a
@@ -159,4 +248,11 @@ There is no automatic fix: the intended quantity is not in the code.
                 _, at_submission = problem
                 when = "when the task or actor is submitted" if at_submission and where != "data" else WHEN[where]
                 what = f"`{name}={value_text(value)}`" if is_keyword else f"`resources={{{name!r}: {value_text(value)}}}`"
-                ctx.report(value, f"{what}: Ray refuses this quantity {when}")
+                facts = QuantityFacts(name, _replayable(value), is_keyword, where)
+                ctx.report(value, f"{what}: Ray refuses this quantity {when}", facts=facts)
+
+
+def _replayable(value: cst.BaseExpression) -> str:
+    """The quantity as a Python literal: as written, or an f-string's text as a plain string (Ray refuses any string)."""
+    text = value_text(value)
+    return repr(text) if isinstance(value, cst.FormattedString) else text

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import statistics
+
 import libcst as cst
 
 from ray_lint.analyses.waits import polls, waiter_called
 from ray_lint.diagnostics import Applicability, Severity
+from ray_lint.experiment import Experiment, Plan, Run, Subject, Variant, Verdict, confirmed, script, timed
 from ray_lint.model import RemoteDef, SemanticModel
 from ray_lint.python_model import AFTER_ALL, CallSite, Scope, child_nodes, dotted_name, iter_subtree, keys_read
 from ray_lint.rule import Context, FixPlan, Invalid, Rule, Valid
@@ -18,6 +21,84 @@ TASK_STARTERS = frozenset({"create_task", "ensure_future", "gather", "TaskGroup"
 TIGHTER_THAN_AWAIT = (cst.Attribute, cst.Subscript, cst.Call, cst.Await)
 
 
+# An async actor method that counts how many of the actor's calls ran at once, from the `(start, end)`
+# spans its calls recorded: what the event loop really ran, which Ray's timeline does not show.
+MOST_AT_ONCE = """\
+    async def most_at_once(self):
+        edges = sorted([(start, 1) for start, _ in self.spans] + [(end, -1) for _, end in self.spans])
+        running = peak = 0
+        for _, step in edges:
+            running += step
+            peak = max(peak, running)
+        return peak
+"""
+
+
+class BlockingGetExperiment(Experiment[None]):
+    """Concurrent calls into an async actor whose method waits for another actor's reply with a
+    blocking `ray.get`, against the same method awaiting the ref: the calls can overlap only when the
+    wait yields the event loop.
+
+    Judged by wall time and by how many calls the actor itself saw running at once, not by Ray's
+    timeline: it counts a call to an async actor as running from when the event loop accepts it, so
+    calls queued behind a blocked loop look concurrent there."""
+
+    facts_type = type(None)
+    CALLS = 8
+    REPLY_SECONDS = 0.2
+
+    def plan(self, subject: Subject) -> Plan:
+        setup = (
+            "import asyncio\n\n"
+            "@ray.remote\nclass Backend:\n"
+            f"    async def predict(self, x):\n        await asyncio.sleep({self.REPLY_SECONDS})  # a model server's reply\n"
+            "        return x\n\n"
+            "@ray.remote\nclass Gateway:\n    def __init__(self, backend):\n        self.backend = backend\n"
+            "        self.spans = []\n\n"
+            "    async def handle(self, x):\n        start = time.time()\n        value = {wait}\n"
+            "        self.spans.append((start, time.time()))\n        return value\n\n"
+            f"{MOST_AT_ONCE}\n"
+            "gateway = Gateway.remote(Backend.remote())\n"
+            "ray.get(gateway.handle.remote(-1))  # both actors up before the clock starts\n"
+        )
+        body = f"return ray.get([gateway.handle.remote(i) for i in range({self.CALLS})])"
+        count = "__ray_lint_evidence__ = {'at_once': ray.get(gateway.most_at_once.remote())}\n"
+        blocking = setup.replace("{wait}", "ray.get(self.backend.predict.remote(x))")
+        awaiting = setup.replace("{wait}", "await self.backend.predict.remote(x)")
+        return Plan(
+            Variant("ray.get", script(blocking + timed(body) + count)),
+            Variant("await", script(awaiting + timed(body) + count)),
+            "modelled",
+            f"{self.CALLS} concurrent calls into an async actor, each waiting for a {self.REPLY_SECONDS:g} s reply of another actor",
+        )
+
+    def judge_runs(self, verdict: Verdict, subject: Subject, plan: Plan, a: list[Run], b: list[Run]) -> Verdict:
+        verdict.ratio = statistics.median(x.wall_s / y.wall_s for x, y in zip(a, b) if y.wall_s > 0)
+        verdict.same_results = {r.value for r in a} == {r.value for r in b}
+        at_once_a, at_once_b = _most_at_once(a), _most_at_once(b)
+        wall_a, wall_b = statistics.median(r.wall_s for r in a), statistics.median(r.wall_s for r in b)
+        numbers = (
+            f"{plan.a.label} {wall_a:.2f} s vs {plan.b.label} {wall_b:.2f} s ({verdict.ratio:.2f}×); "
+            f"calls running at once in the actor: {at_once_a} vs {at_once_b}"
+        )
+        warned = sorted({w for r in a for w in r.ray_warnings} - {w for r in b for w in r.ray_warnings})
+        if warned:
+            numbers += f"; Ray itself warned in {plan.a.label}: {warned[0]}"
+        if verdict.ratio < self.threshold:
+            verdict.status, verdict.summary = "not reproduced", numbers + self.why_not(subject, plan, a, b)
+        elif at_once_b <= at_once_a:
+            verdict.status = "not reproduced"
+            verdict.summary = numbers + f": faster, but the calls overlapped no more in {plan.b.label}"
+        else:
+            verdict.status, verdict.summary = confirmed(plan), numbers
+        return verdict
+
+
+def _most_at_once(runs: list[Run]) -> int:
+    """Most calls the actor saw running at once, over the runs (see `MOST_AT_ONCE`)."""
+    return max((r.evidence.get("at_once", 0) for r in runs if isinstance(r.evidence, dict)), default=0)
+
+
 class BlockingGetInAsync(Rule):
     code = "RAY006"
     name = "blocking-get-in-async"
@@ -25,6 +106,7 @@ class BlockingGetInAsync(Rule):
     severity = Severity.WARNING
     category = "perf"
     supersedes = ("RAY001",)  # in a coroutine the fix is to await, in a loop or not
+    experiment = BlockingGetExperiment()
     fixable = True
     tokens = ("async def",)
     also_tokens = ("ray.get", "ray.wait", "import ray as", "from ray import", "@ray.remote")

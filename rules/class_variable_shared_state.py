@@ -10,6 +10,7 @@ from functools import cached_property
 import libcst as cst
 
 from ray_lint.diagnostics import Severity
+from ray_lint.experiment import Plan, ReproductionExperiment, Subject, Variant, script
 from ray_lint.model import RemoteDef, SemanticModel
 from ray_lint.python_model import (
     AFTER_ALL,
@@ -172,6 +173,111 @@ def _is_staticmethod(method: FunctionInfo) -> bool:
     return "staticmethod" in _decorator_names(method)
 
 
+@dataclass(frozen=True)
+class ClassFacts:
+    """The class attribute a finding is about, and where it is set."""
+
+    attr: str
+    on_wrapper: bool  # the driver sets it on the `ActorClass` (else: an actor's method writes it)
+
+
+COUNTER_MODEL = """
+@ray.remote
+class Worker:
+    processed = 0
+
+    def work(self):
+        Worker.processed += 1
+
+    def total(self):
+        return Worker.processed
+
+workers = [Worker.remote() for _ in range(2)]
+ray.get([w.work.remote() for w in workers for _ in range(3)], timeout=30)
+totals = ray.get([w.total.remote() for w in workers], timeout=30)
+if totals == [6, 6]:
+    __ray_lint_evidence__ = {{"right": "both actors count all 6 calls"}}
+else:
+    __ray_lint_evidence__ = {{
+        "wrong": f"6 calls over 2 actors each added 1 to a class attribute (standing for `{attr}`), yet the actors count {{totals}}"
+    }}
+"""
+
+COUNTER_FIX = """
+@ray.remote
+class Counter:
+    def __init__(self):
+        self.processed = 0
+
+    def add(self, n):
+        self.processed += n
+
+    def total(self):
+        return self.processed
+
+@ray.remote
+class Worker:
+    def __init__(self, counter):
+        self.counter = counter
+
+    def work(self):
+        ray.get(self.counter.add.remote(1))
+
+counter = Counter.remote()
+workers = [Worker.remote(counter) for _ in range(2)]
+ray.get([w.work.remote() for w in workers for _ in range(3)], timeout=30)
+__ray_lint_evidence__ = {"right": f"one counter actor counts {ray.get(counter.total.remote(), timeout=30)} calls"}
+"""
+
+WRAPPER_MODEL = """
+@ray.remote
+class Worker:
+    batch_size = 32
+
+    def __init__(self, batch_size=None):
+        if batch_size is not None:
+            self.batch_size = batch_size
+
+    def size(self):
+        return self.batch_size
+
+{setup}
+seen = ray.get(worker.size.remote(), timeout=30)
+if seen == 64:
+    __ray_lint_evidence__ = {{"right": "the actor uses batch size 64"}}
+else:
+    __ray_lint_evidence__ = {{
+        "wrong": f"the driver set a class attribute (standing for `{attr}`) to 64 on the ActorClass, yet a new actor still has {{seen}}"
+    }}
+"""
+
+
+class ClassVariableExperiment(ReproductionExperiment[ClassFacts]):
+    """Runs the class attribute's failure: two actors that count calls in a class attribute (the fix:
+    one counter actor), or a setting assigned on the `ActorClass` wrapper in the driver (the fix: an
+    argument of the constructor)."""
+
+    facts_type = ClassFacts
+
+    def model(self, subject: Subject) -> Plan:
+        facts = self.facts(subject)
+        if facts.on_wrapper:
+            on_wrapper = "Worker.batch_size = 64\nworker = Worker.remote()"
+            in_constructor = "worker = Worker.remote(batch_size=64)"
+            return Plan(
+                Variant("set on the ActorClass", script(WRAPPER_MODEL.format(attr=facts.attr, setup=on_wrapper))),
+                Variant("passed to the constructor", script(WRAPPER_MODEL.format(attr=facts.attr, setup=in_constructor))),
+                "modelled",
+                "the driver sets a class attribute on the decorated actor class, then creates an actor",
+            )
+        return Plan(
+            Variant("class attribute", script(COUNTER_MODEL.format(attr=facts.attr))),
+            Variant("one counter actor", script(COUNTER_FIX)),
+            "modelled",
+            "2 actors of one class each count 3 calls in a class attribute",
+        )
+
+
 class ClassVariableSharedState(Rule):
     code = "RAY061"
     name = "class-variable-shared-state"
@@ -180,6 +286,7 @@ class ClassVariableSharedState(Rule):
     category = "correctness"
     tokens = ("class ",)
     also_tokens = REMOTE_MADE
+    experiment = ClassVariableExperiment()
     docs = """
 ## What it does
 Finds state kept in the class of a `@ray.remote` actor instead of its instances:
@@ -328,6 +435,7 @@ There is no automatic fix: where shared state should live is a design decision.
                 ctx.report(
                     write.node,
                     f"This {write.how} the class attribute `{write.attr}` of one `{actor.remote.name}` actor, not of the others",
+                    facts=ClassFacts(write.attr, on_wrapper=False),
                 )
         self._driver_sets(ctx, actors)
 
@@ -351,4 +459,5 @@ There is no automatic fix: where shared state should live is a design decision.
             ctx.report(
                 store.statement,
                 f"Setting `{attr}` on the `ActorClass` wrapper `{actor.remote.name}` does not reach any of its actors",
+                facts=ClassFacts(attr, on_wrapper=True),
             )

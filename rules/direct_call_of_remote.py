@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Literal
+
 import libcst as cst
 
 from ray_lint.diagnostics import Applicability, Severity
+from ray_lint.experiment import Plan, ReproductionExperiment, Subject, Variant, script
 from ray_lint.model import RemoteDef, SemanticModel
 from ray_lint.python_model import Binding, CallSite, Scope, child_nodes, dotted_name
 from ray_lint.rule import REMOTE_MADE, Context, FixPlan, Invalid, Rule, Valid
@@ -16,6 +20,57 @@ RAISES_CONTEXTS = frozenset({"raises", "assertRaises", "assertRaisesRegex", "ass
 _BLOCKS = (cst.Module, cst.IndentedBlock, cst.SimpleStatementSuite)
 _MAX_ALIAS_DEPTH = 8
 
+# The flagged call and its fix in the model, by what was called directly.
+CALLS = {
+    "task": ("ray.get([square(x) for x in range(4)])", "ray.get([square.remote(x) for x in range(4)])"),
+    "actor": ("counter = Counter()", "counter = Counter.remote()"),
+    "method": ("ray.get(counter.add(1))", "ray.get(counter.add.remote(1))"),
+}
+MODEL = """
+@ray.remote
+def square(x):
+    return x * x
+
+@ray.remote
+class Counter:
+    def __init__(self):
+        self.n = 0
+
+    def add(self, k):
+        self.n += k
+        return self.n
+
+counter = Counter.remote()
+__ray_lint_result__ = {call}
+__ray_lint_evidence__ = {{"right": f"it gave {{__ray_lint_result__!r}}"}}
+"""
+
+
+@dataclass(frozen=True)
+class DirectCall:
+    """What the finding calls directly: a remote function, an actor class or an actor method."""
+
+    kind: Literal["task", "actor", "method"]
+
+
+class DirectCallExperiment(ReproductionExperiment[DirectCall]):
+    """The user's script as written and with `.remote` inserted, when it has an entry point; else the
+    same kind of call (remote function, actor class or actor method) made directly and through `.remote`."""
+
+    facts_type = DirectCall
+    expected = r"cannot be called directly|cannot be instantiated directly"
+
+    def model(self, subject: Subject) -> Plan:
+        kind = self.facts(subject).kind
+        flagged, fixed = CALLS[kind]
+        what = {"task": "a remote function", "actor": "an actor class", "method": "an actor method"}[kind]
+        return Plan(
+            Variant("called directly", script(MODEL.format(call=flagged))),
+            Variant("through .remote", script(MODEL.format(call=fixed))),
+            "modelled",
+            f"{what} called like a plain one (`{flagged}`), and through `.remote`",
+        )
+
 
 class DirectCallOfRemote(Rule):
     code = "RAY066"
@@ -25,6 +80,7 @@ class DirectCallOfRemote(Rule):
     category = "api-misuse"
     fixable = True
     tokens = REMOTE_MADE
+    experiment = DirectCallExperiment()
     docs = """
 ## What it does
 Finds a call that Ray rejects the moment it runs:
@@ -205,7 +261,7 @@ that uses the result needs a `ray.get(...)` the fix does not add.
                     message = f"`{name}(...)` calls a remote function directly, which raises `TypeError`"
                 else:
                     message = f"`{name}(...)` instantiates an actor class directly, which raises `TypeError`"
-                ctx.report(site.node, message, self._fix(ctx, func))
+                ctx.report(site.node, message, self._fix(ctx, func), facts=DirectCall(remote.kind))
             elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name):
                 method = func.attr.value
                 if method in RAY_ATTRIBUTES or (method.startswith("__") and method.endswith("__")):
@@ -220,6 +276,7 @@ that uses the result needs a `ray.get(...)` the fix does not add.
                     site.node,
                     f"`{text}(...)` calls an actor method directly, which raises `TypeError`",
                     self._fix(ctx, func),
+                    facts=DirectCall("method"),
                 )
 
     def _fix(self, ctx: Context, func: cst.BaseExpression) -> FixPlan:

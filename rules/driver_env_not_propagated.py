@@ -10,6 +10,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from ray_lint.diagnostics import Severity
+from ray_lint.experiment import Plan, ReproductionExperiment, Subject, Variant, script
 from ray_lint.model import RemoteDef, SemanticModel
 from ray_lint.project import own_module
 from ray_lint.python_model import AFTER_ALL, CallSite, Scope, dotted_name, iter_subtree, literal_string, scope_within
@@ -73,6 +74,108 @@ class _Remotes:
     def of(self, scope: Scope) -> RemoteDef | None:
         return self.owner.get(id(scope))
 
+@dataclass(frozen=True)
+class DriverSetupFacts:
+    """What only the driver has: an environment variable's name, or the module a `sys.path` change is for."""
+
+    name: str
+    sys_path: bool
+
+
+ENV_MODEL = """
+KEY, VALUE = {key!r}, "set-by-the-driver"
+os.environ[KEY] = VALUE  # after the driver connected, as the flagged code does
+
+@ray.remote
+def read():
+    return os.environ.get(KEY)
+
+seen = ray.get(read{options}.remote(), timeout=30)
+if seen == VALUE:
+    __ray_lint_evidence__ = {{"right": f"the task read {{KEY}}={{seen!r}}"}}
+else:
+    __ray_lint_evidence__ = {{"wrong": f"the driver set {{KEY}}={{VALUE!r}}, yet the task read {{seen!r}}"}}
+"""
+
+# A module in a folder of its own, outside the script's directory.
+HELPER_MODULE = r"""
+import atexit
+import shutil
+import sys
+import tempfile
+
+folder = tempfile.mkdtemp(prefix="ray-lint-")
+atexit.register(shutil.rmtree, folder, ignore_errors=True)
+module_path = os.path.join(folder, "ray_lint_helpers.py")
+with open(module_path, "w") as handle:
+    handle.write("def score(x):\n    return x * 2\n")
+"""
+
+SYS_PATH_MODEL = HELPER_MODULE + """
+sys.path.append(folder)
+from ray_lint_helpers import score
+
+@ray.remote
+def use(x):
+    return score(x)
+
+__ray_lint_evidence__ = {"right": f"the task imported the module and returned {ray.get(use.remote(2), timeout=30)}"}
+"""
+
+# `py_modules` with a local path is accepted only for a whole job (`ray.init`), so the fixed form runs
+# as a second driver connected to the same cluster.
+SYS_PATH_FIX = HELPER_MODULE + """
+import subprocess
+
+address = ray.get_runtime_context().gcs_address
+driver = f'''
+import sys
+import ray
+sys.path.append({folder!r})
+from ray_lint_helpers import score
+ray.init(address={address!r}, runtime_env={{"py_modules": [{module_path!r}]}})
+
+@ray.remote
+def use(x):
+    return score(x)
+
+print(ray.get(use.remote(2), timeout=30))
+'''
+done = subprocess.run([sys.executable, "-c", driver], capture_output=True, text=True, timeout=60)
+if done.returncode != 0:
+    raise RuntimeError(done.stderr[-1500:])
+__ray_lint_evidence__ = {"right": f"with runtime_env py_modules the task imported the module and returned {done.stdout.strip()}"}
+"""
+
+
+class DriverEnvExperiment(ReproductionExperiment[DriverSetupFacts]):
+    """Runs what the workers miss on the verifier's cluster, which was started before the variant's driver:
+    a task reads a variable the driver set (the fix passes it in `runtime_env` `env_vars`), or calls a
+    function of a module the driver imported through a `sys.path` entry (the fix: `py_modules`)."""
+
+    facts_type = DriverSetupFacts
+    expected = r"(?m)^ModuleNotFoundError: No module named 'ray_lint_helpers'"
+
+    def model(self, subject: Subject) -> Plan:
+        facts = self.facts(subject)
+        if facts.sys_path:
+            return Plan(
+                Variant("sys.path in the driver", script(SYS_PATH_MODEL)),
+                Variant("runtime_env py_modules", script(SYS_PATH_FIX)),
+                "modelled",
+                f"a task calls a function of a module (standing for `{facts.name}`) that the driver imports "
+                "from a folder it added to sys.path",
+            )
+        return Plan(
+            Variant("set in the driver", script(ENV_MODEL.format(key=facts.name, options=""))),
+            Variant(
+                "runtime_env env_vars",
+                script(ENV_MODEL.format(key=facts.name, options=".options(runtime_env={'env_vars': {KEY: VALUE}})")),
+            ),
+            "modelled",
+            f"the driver sets {facts.name} after connecting to a running cluster; a task reads it",
+        )
+
 
 class DriverEnvNotPropagated(Rule):
     code = "RAY062"
@@ -82,6 +185,7 @@ class DriverEnvNotPropagated(Rule):
     category = "correctness"
     tokens = ("environ", "putenv", "sys.path", "import path", "import sys as")
     also_tokens = REMOTE_MADE
+    experiment = DriverEnvExperiment()
     docs = """
 ## What it does
 Finds two things the driver sets up for itself that remote code in the same module depends on:
@@ -267,7 +371,11 @@ cluster's configuration.
                 continue
             reported.add(key)
             remote = readers[key]
-            ctx.report(write.node, f"`{remote.name}` will not see `{key}`, set in the driver {why}")
+            ctx.report(
+                write.node,
+                f"`{remote.name}` will not see `{key}`, set in the driver {why}",
+                facts=DriverSetupFacts(key, sys_path=False),
+            )
 
     # --- sys.path
 
@@ -285,6 +393,7 @@ cluster's configuration.
             ctx.report(
                 change.node,
                 f"Workers do not get this `sys.path` change, so `{name}` may fail to import in `{remote.name}`",
+                facts=DriverSetupFacts(module, sys_path=True),
                 unless=own_module(module),
             )
             return

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import libcst as cst
 
 from ray_lint.diagnostics import Applicability, Severity
+from ray_lint.experiment import Plan, ReproductionExperiment, Subject, Variant, script
 from ray_lint.model import SemanticModel
 from ray_lint.python_model import CallSite, literal_string
 from ray_lint.ray_api import keyword_arg
@@ -26,6 +29,80 @@ EXECUTORS = frozenset({"concurrent.futures.ProcessPoolExecutor", "concurrent.fut
 CONTEXT_METHODS = frozenset({"Pool", "Process", "Manager"})  # what a `get_context(...)` object makes
 GET_CONTEXT = frozenset(f"{module}.get_context" for module in MP_MODULES)
 SET_START_METHOD = frozenset(f"{module}.set_start_method" for module in MP_MODULES)
+IN_DRIVER_WORDS = "in a driver connected to Ray"  # where the fork is, in the message, when not in a worker
+
+SOCKETS = """
+import multiprocessing
+
+def socket_fds():
+    '''This process's sockets: {"/proc/self/fd/N": "socket:[inode]"}.'''
+    found = {}
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            link = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            continue
+        if link.startswith("socket:"):
+            found[f"/proc/self/fd/{fd}"] = link
+    return found
+
+def inherited(context):
+    '''How many of this process's sockets a pool child started by `context` holds too, and of how many.'''
+    mine = socket_fds()
+    with context.Pool(1) as pool:
+        theirs = pool.map_async(os.path.realpath, list(mine)).get(timeout=20)  # the child reads its own fds
+    return sum(os.path.basename(path) == link for path, link in zip(theirs, mine.values())), len(mine)
+"""
+IN_TASK = """
+@ray.remote
+def featurize():
+    return inherited(CONTEXT)
+
+same, total = ray.get(featurize.remote(), timeout=60)
+"""
+IN_DRIVER = """
+same, total = inherited(CONTEXT)
+"""
+VERDICT = """
+if same:
+    __ray_lint_evidence__ = {"wrong": f"a child STARTED WHERE holds {same} of its {total} sockets, Ray's connections among them"}
+else:
+    __ray_lint_evidence__ = {"right": f"a child STARTED WHERE holds none of its {total} sockets"}
+"""
+
+
+@dataclass(frozen=True)
+class ForkSite:
+    """Where the process forks: in a Ray worker (a task or an actor method) or in a connected driver."""
+
+    in_worker: bool
+
+
+class ForkProcessExperiment(ReproductionExperiment[ForkSite]):
+    """A one-process `multiprocessing.Pool` started where the finding starts one (a Ray task, or a
+    driver connected to Ray): which of the parent's sockets the child holds too, by fork (the default
+    on Linux) against a spawn context. The corruption itself is intermittent; the shared sockets are
+    what make it possible."""
+
+    facts_type = ForkSite
+
+    def plan(self, subject: Subject) -> Plan:
+        """Always the model: the script as written usually runs fine (the corruption is rare), which
+        would read as "not reproduced"."""
+        return self.model(subject)
+
+    def model(self, subject: Subject) -> Plan:
+        in_worker = self.facts(subject).in_worker
+        where = "in a Ray task" if in_worker else "by a driver connected to Ray"
+        body = SOCKETS + (IN_TASK if in_worker else IN_DRIVER) + VERDICT.replace("WHERE", where)
+        forked = body.replace("CONTEXT", "multiprocessing").replace("STARTED", "forked")
+        spawned = body.replace("CONTEXT", 'multiprocessing.get_context("spawn")').replace("STARTED", "spawned")
+        return Plan(
+            Variant("fork (the default)", script(forked)),
+            Variant("spawn context", script(spawned)),
+            "modelled",
+            f"`multiprocessing.Pool(1)` started {where}, and `multiprocessing.get_context(\"spawn\").Pool(1)`",
+        )
 
 
 class ForkProcess(Rule):
@@ -37,6 +114,7 @@ class ForkProcess(Rule):
     fixable = True
     tokens = ("fork", "Pool", "Process", "Manager")
     also_tokens = (*REMOTE_MADE, "init(")
+    experiment = ForkProcessExperiment()
     docs = """
 ## What it does
 Finds a new process forked from code that is connected to Ray:
@@ -247,6 +325,7 @@ module. It is not offered for `os.fork()`, for names imported from `multiprocess
                 site.node,
                 f"`{ctx.snippet(site.node.func, 30)}` {how} {where}",
                 self._fix(ctx, site),
+                facts=ForkSite(where != IN_DRIVER_WORDS),
             )
 
     def _start_method_set(self, model: SemanticModel) -> bool:
@@ -321,7 +400,7 @@ module. It is not offered for `os.fork()`, for names imported from `multiprocess
         last_init = max(inits)
         if any(_runs_in(s, scope) and last_init < s.index < site.index for s in model.calls_to("ray.shutdown")):
             return None
-        return "in a driver connected to Ray"
+        return IN_DRIVER_WORDS
 
     def _fix(self, ctx: Context, site: CallSite) -> FixPlan | None:
         model = ctx.model

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Literal
+
 import libcst as cst
 
 from ray_lint.analyses.ref_arguments import literal_item_problem, non_list_collection, non_ref_literal
 from ray_lint.diagnostics import Severity
+from ray_lint.experiment import Plan, ReproductionExperiment, Subject, Variant, script
 from ray_lint.model import SemanticModel, Submission
 from ray_lint.python_model import CallSite, Scope, iter_subtree, literal_number, literal_string
 from ray_lint.ray_api import declared_num_returns, first_argument, signature_problem
@@ -41,6 +45,123 @@ def submitted_call(model: SemanticModel, expr: cst.BaseExpression, scope: Scope,
         expr = binding.value
     return expr if isinstance(expr, cst.Call) else None
 
+# How the model builds what the finding passes instead of a ref or a list, by the rule's words for it
+# (the first whose words begin the finding's; a tuple for the others).
+NOT_A_REF = {
+    "a tuple": "tuple(refs)",
+    "a set": "set(refs)",
+    "a frozenset": "frozenset(refs)",
+    "a dict view": "dict(enumerate(refs)).values()",
+    "a dict": "dict(enumerate(refs))",
+    "a generator expression": "(r for r in refs)",
+    "a `map` iterator": "map(lambda r: r, refs)",
+    "a `zip` iterator": "zip(refs)",
+    "an iterator": "iter(refs)",
+    "a number": "5",
+    "a string": "'model-weights'",
+    "bytes": "b'model-weights'",
+    "a bool": "True",
+    "None": "None",
+}
+MODEL = """
+@ray.remote
+def load(i):
+    time.sleep(0.1)
+    return i
+
+@ray.remote
+def stream(n):
+    for i in range(n):
+        yield i
+
+refs = [load.remote(i) for i in range(2)]
+values = {call}
+if isinstance(values, ray.ObjectRefGenerator):
+    __ray_lint_evidence__ = {{"wrong": f"`{call}` returned the generator itself, {{values!r}}, not its values"}}
+else:
+    __ray_lint_result__ = values
+    __ray_lint_evidence__ = {{"right": f"it returned {{values!r}}"}}
+"""
+# A driver of its own (Ray aborts it), connected to the cluster, that gets a task still running.
+ABORT = """
+import subprocess
+import sys
+
+DRIVER = '''
+import sys, time, ray
+ray.init(address=sys.argv[1], log_to_driver=False)
+
+@ray.remote
+def train():
+    time.sleep(2)
+    return "trained"
+
+print(ray.get(train.remote(), timeout={timeout}), flush=True)
+'''
+address = ray.get_runtime_context().gcs_address
+done = subprocess.run([sys.executable, "-c", DRIVER, address], capture_output=True, text=True, timeout=60)
+said = [line[line.index("Check failed"):].strip() for line in done.stderr.splitlines() if "Check failed" in line]
+if done.returncode != 0 and said:
+    __ray_lint_evidence__ = {{
+        "wrong": f"a driver calling `ray.get(ref, timeout={timeout})` on a running task died (exit status "
+        f"{{done.returncode}}, no Python exception) on Ray's failed check: {{said[0]}}"
+    }}
+elif done.returncode != 0:
+    raise RuntimeError(done.stderr.strip().splitlines()[-1])
+else:
+    __ray_lint_evidence__ = {{"right": f"`ray.get(ref, timeout={timeout})` returned {{done.stdout.strip()!r}}"}}
+"""
+
+
+@dataclass(frozen=True)
+class GetMisuse:
+    """What the flagged `ray.get` call gets wrong; `detail` is what it was given, the keyword or the timeout."""
+
+    kind: Literal["positional", "keyword", "generator", "not-ref", "item", "timeout"]
+    detail: str = ""
+
+
+class GetApiMisuseExperiment(ReproductionExperiment[GetMisuse]):
+    """The same misuse as the finding (a tuple or a literal, a list holding a literal, a positional
+    timeout or an unknown keyword, an ObjectRefGenerator) passed to `ray.get` on small tasks, against the
+    valid call. A negative timeout runs in a driver of its own, since Ray aborts the process."""
+
+    facts_type = GetMisuse
+    expected = (
+        r"Invalid type of object refs|Attempting to call `get` on the value"
+        r"|get\(\) takes 1 positional argument|get\(\) got an unexpected keyword"
+    )
+
+    def model(self, subject: Subject) -> Plan:
+        facts = self.facts(subject)
+        if facts.kind == "timeout":
+            return Plan(
+                Variant("as flagged", script(ABORT.format(timeout=facts.detail))),
+                Variant("timeout=5", script(ABORT.format(timeout=5))),
+                "modelled",
+                f"a driver of its own calling `ray.get(ref, timeout={facts.detail})` on a 2 s task, and `timeout=5`",
+            )
+        flagged, fixed = self._calls(facts)
+        return Plan(
+            Variant("as flagged", script(MODEL.format(call=flagged))),
+            Variant("valid call", script(MODEL.format(call=fixed))),
+            "modelled",
+            f"`{flagged}` on small tasks, and `{fixed}`",
+        )
+
+    def _calls(self, facts: GetMisuse) -> tuple[str, str]:
+        """The flagged call and the valid one, in the model's names (`refs`, a list of two refs)."""
+        if facts.kind == "positional":
+            return "ray.get(refs, 10)", "ray.get(refs, timeout=10)"
+        if facts.kind == "keyword":
+            return f"ray.get(refs, {facts.detail or 'timeout_s'}=10)", "ray.get(refs, timeout=10)"
+        if facts.kind == "generator":
+            return "ray.get(stream.remote(3))", "ray.get(list(stream.remote(3)))"
+        if facts.kind == "item":
+            return "ray.get([refs[0], 0])", "ray.get([refs[0]])"
+        given = next((expr for words, expr in NOT_A_REF.items() if facts.detail.startswith(words)), "tuple(refs)")
+        return f"ray.get({given})", "ray.get(refs)"
+
 
 class GetApiMisuse(Rule):
     code = "RAY070"
@@ -50,6 +171,7 @@ class GetApiMisuse(Rule):
     category = "api-misuse"
     tokens = ("ray.get(", "import ray as", "from ray import")
     also_tokens = ("get(",)
+    experiment = GetApiMisuseExperiment()
     docs = """
 ## What it does
 Finds calls to `ray.get` (through any alias) whose arguments Ray 2.60 rejects or mishandles, in
@@ -177,14 +299,15 @@ with `list(...)` or iterated, depends on what the caller does with the result.
         for site in ctx.model.calls_to("ray.get"):
             found = self._problem(ctx, site)
             if found is not None:
-                ctx.report(found[0], found[1])
+                ctx.report(found[0], found[1], facts=found[2])
 
-    def _problem(self, ctx: Context, site: CallSite) -> tuple[cst.CSTNode, str] | None:
+    def _problem(self, ctx: Context, site: CallSite) -> tuple[cst.CSTNode, str, GetMisuse] | None:
         """The first thing Ray would reject in this call, in the order Python and Ray check them."""
         model, call = ctx.model, site.node
         problem = signature_problem(call, "ray.get", GET_KEYWORDS)
         if problem is not None:
-            return problem
+            keyword = problem[0].keyword if isinstance(problem[0], cst.Arg) else None
+            return problem[0], problem[1], GetMisuse("keyword", keyword.value) if keyword is not None else GetMisuse("positional")
         timeout = next((a for a in call.args if a.keyword is not None and a.keyword.value == "timeout"), None)
         arg = first_argument(call, "object_refs")
         if arg is None:
@@ -192,29 +315,22 @@ with `list(...)` or iterated, depends on what the caller does with the result.
         value = arg.value
         generator = self._streaming_generator(model, value, site)
         if generator is not None:
-            return arg, (
-                f"`ray.get` on the ObjectRefGenerator of {generator} returns it unchanged"
-            )
+            return arg, f"`ray.get` on the ObjectRefGenerator of {generator} returns it unchanged", GetMisuse("generator")
         kind = non_list_collection(model, value, site.scope, site.index)
         if kind is not None:
-            return arg, (
-                f"`ray.get` on {kind} raises `ValueError`: it takes a ref or a list of refs"
-            )
+            return arg, f"`ray.get` on {kind} raises `ValueError`: it takes a ref or a list of refs", GetMisuse("not-ref", kind)
         kind = non_ref_literal(value)
         if kind is not None:
-            return arg, f"`ray.get` on {kind}, which is not an ObjectRef, raises `ValueError`"
+            return arg, f"`ray.get` on {kind}, which is not an ObjectRef, raises `ValueError`", GetMisuse("not-ref", kind)
         if isinstance(value, cst.List) and not any(isinstance(e, cst.StarredElement) for e in value.elements):
             found = literal_item_problem([e.value for e in value.elements])
             if found is not None:
-                return found[0], (
-                    f"`ray.get` on a list holding {found[1]} raises `TypeError`"
-                )
+                return found[0], f"`ray.get` on a list holding {found[1]} raises `TypeError`", GetMisuse("item")
         if timeout is not None:
             seconds = literal_number(timeout.value)
             if seconds is not None and seconds != -1 and int(seconds * 1000) < -1:
-                return timeout, (
-                    f"`timeout={ctx.snippet(timeout.value, 12)}` makes Ray abort the process if the object is not ready yet"
-                )
+                message = f"`timeout={ctx.snippet(timeout.value, 12)}` makes Ray abort the process if the object is not ready yet"
+                return timeout, message, GetMisuse("timeout", ctx.code_for(timeout.value))
         return None
 
     def _streaming_generator(self, model: SemanticModel, value: cst.BaseExpression, site: CallSite) -> str | None:

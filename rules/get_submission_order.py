@@ -3,12 +3,14 @@ submission order, and does real work on each result."""
 
 from __future__ import annotations
 
+import statistics
 from dataclasses import dataclass
 
 import libcst as cst
 
 from ray_lint.analyses.loop_dependence import LoopResults, loop_results, sequential_by_design
 from ray_lint.diagnostics import Applicability, Severity
+from ray_lint.experiment import Experiment, Plan, Run, Subject, Variant, Verdict, confirmed, script, timed
 from ray_lint.model import SemanticModel, Submission
 from ray_lint.python_model import (
     COMPREHENSIONS,
@@ -59,6 +61,86 @@ class _RefLoop:
     producers: tuple[cst.BaseExpression, ...]  # each `.remote(...)` or other expression that made a ref of the list
 
 
+class SubmissionOrderExperiment(Experiment[None]):
+    """The user's script as written and fixed, timing the function that holds the loop; or, when it
+    cannot run as is, a straggler submitted first and short tasks after it, each result followed by
+    work in the driver, handled in submission order and as they finish.
+
+    Judged by wall time and by the driver's work left after the last task ended, not by the timeline's
+    parallelism: both forms run the same tasks at once, and the gain is the driver's work overlapping
+    the tasks still running."""
+
+    facts_type = type(None)
+    STRAGGLER_SECONDS = 1.0
+    SHORT_TASKS = 10
+    SHORT_SECONDS = 0.05
+    WORK_SECONDS = 0.1
+
+    def plan(self, subject: Subject) -> Plan:
+        model = self.model()
+        fixed = subject.fixed_text()
+        if fixed is None or not subject.has_entry_point():
+            return model
+        return Plan(
+            Variant("as written", subject.instrumented(subject.text)),
+            Variant("fixed", subject.instrumented(fixed)),
+            "measured",
+            "the script run from its entry point, timing the function that holds the loop",
+            fallback=model,
+        )
+
+    def model(self) -> Plan:
+        delays = [self.STRAGGLER_SECONDS] + [self.SHORT_SECONDS] * self.SHORT_TASKS
+        setup = (
+            f"@ray.remote\ndef task(delay):\n    time.sleep(delay)\n    return delay\n\n"
+            f"def process(value):\n    time.sleep({self.WORK_SECONDS})  # stands for work on the result\n    return value\n\n"
+        )
+        submit = f"refs = [task.remote(d) for d in {delays!r}]\n"
+        in_order = submit + "return [process(ray.get(ref)) for ref in refs]"
+        as_ready = (
+            submit + "pending, out = list(refs), []\nwhile pending:\n"
+            "    [ref], pending = ray.wait(pending, num_returns=1)\n    out.append(process(ray.get(ref)))\nreturn sorted(out)"
+        )
+        shape = (
+            f"a {self.STRAGGLER_SECONDS:g} s task submitted first, then {self.SHORT_TASKS} of {self.SHORT_SECONDS:g} s; "
+            f"{self.WORK_SECONDS:g} s of work in the driver on each result"
+        )
+        return Plan(
+            Variant("submission order", script(setup + timed(in_order))),
+            Variant("ray.wait", script(setup + timed(as_ready))),
+            "modelled",
+            shape,
+        )
+
+    def judge_runs(self, verdict: Verdict, subject: Subject, plan: Plan, a: list[Run], b: list[Run]) -> Verdict:
+        if plan.mode == "measured" and max(r.tasks for r in a) < 2:
+            verdict.summary = "the script's entry point ran fewer than 2 tasks: it does not reach the flagged code"
+            return verdict
+        verdict.ratio = statistics.median(x.wall_s / y.wall_s for x, y in zip(a, b) if y.wall_s > 0)
+        wall_a, wall_b = statistics.median(r.wall_s for r in a), statistics.median(r.wall_s for r in b)
+        numbers = f"{plan.a.label} {wall_a:.2f} s vs {plan.b.label} {wall_b:.2f} s ({verdict.ratio:.2f}×)"
+        tail_a, tail_b = _driver_tail(a), _driver_tail(b)
+        if tail_a is not None and tail_b is not None:
+            numbers += f"; driver work left after the last task ended: {tail_a:.2f} s vs {tail_b:.2f} s"
+        if verdict.ratio < self.threshold:
+            verdict.status, verdict.summary = "not reproduced", numbers + self.why_not(subject, plan, a, b)
+        elif tail_a is not None and tail_b is not None and tail_a <= tail_b:
+            verdict.status = "not reproduced"
+            verdict.summary = numbers + f": faster, but {plan.b.label} leaves no less work after the tasks"
+        else:
+            verdict.status, verdict.summary = confirmed(plan), numbers
+        return verdict
+
+    def why_not(self, subject: Subject, plan: Plan, a: list[Run], b: list[Run]) -> str:
+        return f": below the {self.threshold:.1f}× threshold (the tasks may take about as long as each other)"
+
+
+def _driver_tail(runs: list[Run]) -> float | None:
+    """Median time the run went on after its last task ended: the work still waiting in the driver."""
+    tails = [run.window[1] - max(end for _, end, _ in run.timeline) for run in runs if run.timeline]
+    return statistics.median(tails) if tails else None
+
+
 class GetSubmissionOrder(Rule):
     code = "RAY002"
     name = "get-submission-order"
@@ -68,6 +150,7 @@ class GetSubmissionOrder(Rule):
     fixable = True
     tokens = (".remote(",)
     also_tokens = ("get(", "get as")
+    experiment = SubmissionOrderExperiment()
     docs = """
 ## What it does
 Finds a `for` loop (or a comprehension) that walks a list of refs submitted before the loop,

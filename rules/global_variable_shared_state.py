@@ -11,6 +11,7 @@ from typing import TypeVar
 import libcst as cst
 
 from ray_lint.diagnostics import Severity
+from ray_lint.experiment import Plan, ReproductionExperiment, Subject, Variant, script
 from ray_lint.model import RemoteDef, SemanticModel, Submission
 from ray_lint.python_model import (
     AFTER_ALL,
@@ -373,6 +374,84 @@ def _reads_global(body: _Body | None, name: str) -> bool:
     return body is not None and (name in body.reads or name in body.helper_reads)
 
 
+@dataclass(frozen=True)
+class GlobalFacts:
+    """The global a finding is about, and which way the state fails to travel."""
+
+    name: str
+    lost_write: bool  # a remote body writes it (else: the driver changes it after exporting the reader)
+
+
+STALE_READ = """
+SCALE = 1
+
+@ray.remote
+def scaled(x{param}):
+    return x * {scale}
+
+ray.get(scaled.remote(1{arg}), timeout=30)  # exports `scaled`, with SCALE as it is now
+SCALE = 2
+seen = ray.get(scaled.remote(1{arg}), timeout=30)
+if seen == 2:
+    __ray_lint_evidence__ = {{"right": "the task used the driver's new value 2"}}
+else:
+    __ray_lint_evidence__ = {{
+        "wrong": f"the driver set a global (standing for `{name}`) to 2 after the first submission, yet the task still used {{seen}}"
+    }}
+"""
+
+LOST_WRITE_MODEL = """
+RESULTS = []
+
+@ray.remote
+def square(i):
+    RESULTS.append(i * i)
+
+ray.get([square.remote(i) for i in range(4)], timeout=30)
+if RESULTS:
+    __ray_lint_evidence__ = {{"right": f"the driver's list holds {{RESULTS}}"}}
+else:
+    __ray_lint_evidence__ = {{
+        "wrong": f"4 tasks appended to a global list (standing for `{name}`), yet the driver's list is still {{RESULTS}}"
+    }}
+"""
+
+LOST_WRITE_FIX = """
+@ray.remote
+def square(i):
+    return i * i
+
+results = ray.get([square.remote(i) for i in range(4)], timeout=30)
+__ray_lint_evidence__ = {"right": f"the tasks' return values reach the driver: {results}"}
+"""
+
+
+class GlobalVariableExperiment(ReproductionExperiment[GlobalFacts]):
+    """Runs the global's failure in a few lines: a task that reads a global the driver rebinds after the
+    first submission (the fix passes it as an argument), or tasks that append to a global list the
+    driver reads (the fix returns the values)."""
+
+    facts_type = GlobalFacts
+
+    def model(self, subject: Subject) -> Plan:
+        facts = self.facts(subject)
+        if facts.lost_write:
+            return Plan(
+                Variant("write to the global", script(LOST_WRITE_MODEL.format(name=facts.name))),
+                Variant("return the value", script(LOST_WRITE_FIX)),
+                "modelled",
+                "4 tasks append to a module-level list that the driver then reads",
+            )
+        read_global = STALE_READ.format(name=facts.name, param="", scale="SCALE", arg="")
+        passed = STALE_READ.format(name=facts.name, param=", scale", scale="scale", arg=", SCALE")
+        return Plan(
+            Variant("read the global", script(read_global)),
+            Variant("pass it as an argument", script(passed)),
+            "modelled",
+            "a task reads a global that the driver rebinds between two submissions",
+        )
+
+
 class GlobalVariableSharedState(Rule):
     code = "RAY060"
     name = "global-variable-shared-state"
@@ -380,6 +459,7 @@ class GlobalVariableSharedState(Rule):
     severity = Severity.ERROR
     category = "correctness"
     tokens = REMOTE_MADE
+    experiment = GlobalVariableExperiment()
     docs = """
 ## What it does
 Finds module-level variables used as if the driver, tasks and actors shared them:
@@ -586,6 +666,7 @@ There is no automatic fix: moving state into arguments or an actor changes the p
                     ctx.report(
                         change.node,
                         f"`{remote.name}` never sees this change to `{change.name}`, pickled when first submitted ({evidence})",
+                        facts=GlobalFacts(change.name, lost_write=False),
                     )
                     break
 
@@ -633,6 +714,7 @@ There is no automatic fix: moving state into arguments or an actor changes the p
                 ctx.report(
                     node,
                     f"This write to global `{name}` stays in `{body.function.node.name.value}`'s worker, but {evidence}",
+                    facts=GlobalFacts(name, lost_write=True),
                 )
 
     def _driver_read(self, facts: _Globals, body: _Body, name: str) -> str | None:

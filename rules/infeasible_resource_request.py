@@ -3,12 +3,14 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import libcst as cst
 
 from ray_lint.diagnostics import Severity
+from ray_lint.experiment import Plan, ReproductionExperiment, Subject, Variant, script
 from ray_lint.model import RemoteDef, SemanticModel
 from ray_lint.python_model import CallSite, literal_number, literal_string
 from ray_lint.ray_api import (
@@ -36,6 +38,113 @@ DETECTED = frozenset({"memory", "object_store_memory", "TPU", *WHOLE_ONLY, *WHOL
 MULTI_NODE_MODULES = ("ray.cluster_utils", "ray.autoscaler")
 STRATEGY_STRICT_SPREAD = "STRICT_SPREAD"
 TIMEOUT_ERROR = "ray.exceptions.GetTimeoutError"
+PENDING_S = 3  # how long A waits for work that can never be scheduled
+
+# A stand-in task with a resource request; it runs, or stays pending.
+TASK = """
+def work():
+    return "ran"
+
+{make}
+ref = work.remote()
+ready, _ = ray.wait([ref], timeout={wait})
+if ready:
+    __ray_lint_evidence__ = {{"right": "the task ran"}}
+else:
+    ray.cancel(ref)
+    __ray_lint_evidence__ = {{"wrong": "still pending after {wait} s: {need}"}}
+"""
+# A placement group; it is placed, or never ready.
+GROUP = """
+from ray.util.placement_group import placement_group, remove_placement_group
+
+pg = placement_group({bundles}, strategy={strategy!r})
+ready, _ = ray.wait([pg.ready()], timeout={wait})
+remove_placement_group(pg)
+if ready:
+    __ray_lint_evidence__ = {{"right": "the placement group was placed"}}
+else:
+    __ray_lint_evidence__ = {{"wrong": "not ready after {wait} s: {need}"}}
+"""
+
+
+@dataclass(frozen=True)
+class ShortfallFacts:
+    """What can never be scheduled: the resource (`CPU`, `GPU` or a custom one), how much is asked, how much the
+    module's `ray.init` gives the node, and what asks: "task" (a task or actor), "bundle" (one bundle), "bundles"
+    (`count` bundles together) or "spread" (a STRICT_SPREAD group of `count` bundles, one node each)."""
+
+    resource: str
+    requested: float
+    capacity: float
+    what: str = "task"
+    count: int = 1
+
+
+class InfeasibleResourceRequestExperiment(ReproductionExperiment[ShortfallFacts]):
+    """The request on the verify cluster (one node, like the one `ray.init` starts): A asks for the code's
+    quantity (or, where this cluster is bigger than the code's, one more than it has) and waits a few seconds;
+    B asks for what the code's node has (at most what this cluster has) and runs. For a placement group, the
+    same with its bundles; a STRICT_SPREAD group of several bundles against the same group packed."""
+
+    facts_type = ShortfallFacts
+
+    def model(self, subject: Subject) -> Plan:
+        facts = self.facts(subject)
+        has = {"CPU": subject.cluster_cpus, "GPU": subject.cluster_gpus}.get(facts.resource, 0.0)
+        if facts.what == "spread":
+            bundles = repr([{"CPU": 0.01}] * facts.count)
+            need = f"STRICT_SPREAD puts each of the {facts.count} bundles on its own node, and there is one"
+            return Plan(
+                Variant("STRICT_SPREAD", script(GROUP.format(bundles=bundles, strategy="STRICT_SPREAD", wait=PENDING_S, need=need))),
+                Variant("PACK", script(GROUP.format(bundles=bundles, strategy="PACK", wait=PENDING_S + 2, need=""))),
+                "modelled",
+                f"a placement group of {facts.count} small bundles on this one-node cluster, STRICT_SPREAD and PACK",
+            )
+        asked = facts.requested if facts.requested > has else has + 1
+        fits = min(facts.capacity, has)
+        asks = "the bundles ask for" if facts.what == "bundles" else "it asks for"
+        need = f"{asks} {_number(asked)} {facts.resource!r}, and the node has {_number(has)}"
+        if facts.resource not in ("CPU", "GPU"):
+            scaled = f" (this cluster has no {facts.resource!r}; the code's node has {_number(facts.capacity)})"
+        elif asked != facts.requested:
+            scaled = f" (this cluster has {_number(has)}, more than the code's node: it asks for one more)"
+        else:
+            scaled = ""
+        if facts.what == "task":
+            flagged, fixed = _request(facts.resource, asked), _request(facts.resource, fits)
+            return Plan(
+                Variant(flagged, script(TASK.format(make=_make(flagged), wait=PENDING_S, need=need))),
+                Variant(fixed or "no request", script(TASK.format(make=_make(fixed), wait=PENDING_S + 2, need=""))),
+                "modelled",
+                f"a stand-in task given {flagged}{scaled}, and given {fixed or 'nothing'}, which both nodes have",
+            )
+        count = facts.count if facts.what == "bundles" else 1
+        flagged, fixed = _bundles(facts.resource, asked, count), _bundles(facts.resource, fits, count)
+        return Plan(
+            Variant(flagged, script(GROUP.format(bundles=flagged, strategy="PACK", wait=PENDING_S, need=need))),
+            Variant(fixed, script(GROUP.format(bundles=fixed, strategy="PACK", wait=PENDING_S + 2, need=""))),
+            "modelled",
+            f"a placement group of bundles {flagged}{scaled}, and of {fixed}, which both nodes have",
+        )
+
+
+def _request(resource: str, quantity: float) -> str:
+    """The options that ask for `quantity` of `resource` ("" for none of a custom resource)."""
+    if resource in ("CPU", "GPU"):
+        return f"num_{resource.lower()}s={_number(quantity)}"
+    return f"resources={{{resource!r}: {_number(quantity)}}}" if quantity > 0 else ""
+
+
+def _make(options: str) -> str:
+    return f"work = ray.remote({options})(work)" if options else "work = ray.remote(work)"
+
+
+def _bundles(resource: str, total: float, count: int) -> str:
+    """`count` bundles asking for `total` of `resource` together (a small CPU bundle where that is none)."""
+    each = math.floor(total / count * 10000) / 10000
+    bundle = f"{{{resource!r}: {_number(each)}}}" if each > 0 else "{'CPU': 0.01}"
+    return "[" + ", ".join([bundle] * count) + "]"
 
 
 @dataclass
@@ -134,6 +243,7 @@ class InfeasibleResourceRequest(Rule):
     category = "resource"
     tokens = ("init(",)
     also_tokens = ("num_cpus", "num_gpus", "resources")
+    experiment = InfeasibleResourceRequestExperiment()
     docs = """
 ## What it does
 In a module whose only `ray.init(...)` call starts a local cluster with a literal `num_cpus=`,
@@ -267,13 +377,12 @@ There is no automatic fix: whether the request or the cluster is wrong is not in
                     continue
                 if quantity_problem(keyword if keyword != "resources" else resource, value, keyword != "resources"):
                     continue  # Ray refuses it before scheduling: RAY047
-                problem = self._shortfall(cluster, resource, literal_number(value))
-                if problem is not None:
+                requested = literal_number(value)
+                problem = self._shortfall(cluster, resource, requested)
+                if problem is not None and requested is not None:
                     reported.add(id(value))
-                    ctx.report(
-                        value,
-                        f"{named} can never be scheduled: {problem}",
-                    )
+                    facts = ShortfallFacts(resource, requested, cluster.capacity(resource)[0] or 0.0)
+                    ctx.report(value, f"{named} can never be scheduled: {problem}", facts=facts)
         for site, bundles in placement_group_bundles(model):
             self._check_group(ctx, cluster, site, bundles)
 
@@ -295,12 +404,11 @@ There is no automatic fix: whether the request or the cluster is wrong is not in
             for resource, element in dict_entries(bundle):
                 if resource in BUNDLE_KEY_OF:
                     continue  # RAY081's
-                problem = self._shortfall(cluster, resource, literal_number(element.value))
-                if problem is not None:
-                    ctx.report(
-                        element,
-                        f"This placement-group bundle can never be placed: {problem}",
-                    )
+                requested = literal_number(element.value)
+                problem = self._shortfall(cluster, resource, requested)
+                if problem is not None and requested is not None:
+                    facts = ShortfallFacts(resource, requested, cluster.capacity(resource)[0] or 0.0, "bundle")
+                    ctx.report(element, f"This placement-group bundle can never be placed: {problem}", facts=facts)
                     return
         if not isinstance(bundles, cst.List) or len(dicts) != len(bundles.elements) or len(dicts) < 2:
             return
@@ -311,6 +419,7 @@ There is no automatic fix: whether the request or the cluster is wrong is not in
             ctx.report(
                 strategy,
                 f"A `STRICT_SPREAD` placement group of {len(dicts)} bundles needs {len(dicts)} nodes, but `ray.init` starts one",
+                facts=ShortfallFacts("CPU", 0.0, 0.0, "spread", len(dicts)),
             )
             return
         totals: dict[str, float] = {}
@@ -325,6 +434,7 @@ There is no automatic fix: whether the request or the cluster is wrong is not in
                 ctx.report(
                     bundles,
                     f"These placement-group bundles need {_number(total)} {resource!r} in all, but {problem}",
+                    facts=ShortfallFacts(resource, total, cluster.capacity(resource)[0] or 0.0, "bundles", len(dicts)),
                 )
                 return
 

@@ -7,6 +7,7 @@ from collections import defaultdict
 import libcst as cst
 
 from ray_lint.diagnostics import Severity
+from ray_lint.experiment import Plan, ReproductionExperiment, Subject, Variant, script
 from ray_lint.model import SemanticModel
 from ray_lint.python_model import (
     AFTER_ALL,
@@ -106,6 +107,49 @@ def _is_with_item(site: CallSite) -> bool:
     return isinstance(statement, cst.With) and any(item.item is site.node for item in statement.items)
 
 
+# The probe that runs a variant has connected it to the cluster and made `ray.init` a stand-in (the
+# cluster is shared); `ray._private.worker.init` is still Ray's own function, which the model calls.
+REAL_INIT = """
+real_init = ray._private.worker.init  # Ray's own `ray.init`: the probe replaced only the `ray.init` name
+assert ray.is_initialized()  # this process is connected, as after the first `ray.init()`
+"""
+TWICE = REAL_INIT + """
+real_init()
+"""
+GUARDED = REAL_INIT + """
+if not ray.is_initialized():
+    real_init()
+
+@ray.remote
+def ping():
+    return "pong"
+
+__ray_lint_evidence__ = {"right": f"the guarded call did not run again, and a task returned {ray.get(ping.remote(), timeout=30)!r}"}
+"""
+
+
+class InitTwiceExperiment(ReproductionExperiment[None]):
+    """Ray's own `ray.init` called in a process already connected to Ray, as the second call runs,
+    against the same call guarded by `if not ray.is_initialized():`. The same for every finding: the
+    second call's arguments do not matter, the connection check comes first."""
+
+    facts_type = type(None)
+    expected = r"Maybe you called ray.init twice by accident"
+
+    def plan(self, subject: Subject) -> Plan:
+        """Always the model: the script's own `ray.init` calls are stand-ins when a variant runs, so the
+        script as written cannot show the error."""
+        return self.model(subject)
+
+    def model(self, subject: Subject) -> Plan:
+        return Plan(
+            Variant("ray.init again", script(TWICE)),
+            Variant("guarded by ray.is_initialized()", script(GUARDED)),
+            "modelled",
+            "Ray's own `ray.init()` in a process already connected to Ray, and the same call guarded",
+        )
+
+
 class InitTwice(Rule):
     code = "RAY090"
     name = "init-twice"
@@ -113,6 +157,7 @@ class InitTwice(Rule):
     severity = Severity.ERROR
     category = "api-misuse"
     tokens = INIT_CALLED
+    experiment = InitTwiceExperiment()
     docs = """
 ## What it does
 Finds a `ray.init(...)` call (through any alias) that runs while an earlier one in the same

@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 import builtins
 import difflib
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Literal
@@ -13,6 +14,7 @@ from typing import Literal
 import libcst as cst
 
 from ray_lint.diagnostics import Applicability, Severity
+from ray_lint.experiment import Plan, ReproductionExperiment, Subject, Variant, script
 from ray_lint.model import RemoteDef, SemanticModel
 from ray_lint.python_model import CallSite, FunctionInfo, literal_string
 from ray_lint.ray_api import (
@@ -157,6 +159,133 @@ def _truthy(expr: cst.BaseExpression | None) -> bool:
     return value is not None and value.known and bool(value.value)
 
 
+# ------------------------------------------------------------------ the experiment
+
+STAND_IN: dict[RemoteKind, str] = {"task": "work", "actor": "Worker"}
+# Empty values of a type, for a value the model cannot write out (an f-string, a list of the code's names).
+EMPTY: dict[type, str] = {list: "[]", tuple: "()", set: "set()", dict: "{}", str: "''"}
+# Option values the model writes as the code does: literals and builtin names (exception classes).
+REPLAYABLE = (ast.Constant, ast.List, ast.Tuple, ast.Set, ast.Dict, ast.UnaryOp, ast.BinOp, ast.Name, ast.Load,
+              ast.expr_context, ast.operator, ast.unaryop)
+# B's ending (A's too, when Ray took its options): the call ran, or waits for more than the cluster has.
+RUN = """
+ready, _ = ray.wait([ref], timeout=5)
+if ready:
+    ray.get(ref)
+    __ray_lint_evidence__ = {"right": "it ran"}
+else:
+    __ray_lint_evidence__ = {"right": "accepted; it waits for more than this cluster has"}
+"""
+@dataclass(frozen=True)
+class OptionsFacts:
+    """The flagged call, replayable on a stand-in task `work` or actor class `Worker` (method `ping`): what
+    `ray.remote` applies to, where Ray reads the arguments, the arguments as flagged and as fixed (the fix's,
+    or without the refused ones; None: no arguments at all), the options of the stand-in's own
+    `ray.remote(...)` that the check depends on, and whether the task yields."""
+
+    kind: RemoteKind
+    where: Where
+    flagged: str
+    fixed: str | None
+    declared: str = ""
+    generator: bool = False
+
+
+class InvalidOrMisplacedOptionsExperiment(ReproductionExperiment[OptionsFacts]):
+    """The flagged arguments on a stand-in task or actor, given where the code gives them (`ray.remote`,
+    `.options`, `@ray.method`, an actor method's `.options`), which is then submitted and called; B gives
+    the fixed arguments, or leaves the refused ones out. The user's script runs instead when it has an
+    entry point and the fix of this finding leaves no other in the file (Ray stops at the first)."""
+
+    facts_type = OptionsFacts
+    expected = (
+        r"(?m)Invalid option keyword|decorator must be applied|Unexpected keyword argument to @ray\.method"
+        r"|is not supported in '\.options\(\)'|positional argument|must be specified to use `get_if_exists`"
+        r"|cannot be an empty string|Invalid scheduling_strategy|is not implemented for tasks|The type of keyword"
+        r"|only accepts|must be one of|retry_exceptions must be|num_returns must be|must be a positive integer"
+        r"|must be > 0, or -1|is not allowed|cannot be overridden|an integer is required|not supported between"
+        r"|got an unexpected keyword argument|actor died unexpectedly|^AssertionError\s*$"
+    )
+
+    def model(self, subject: Subject) -> Plan | str:
+        facts = self.facts(subject)
+        if facts.kind == "actor" and facts.flagged.startswith("object_store_memory="):
+            return (
+                "not run: on Ray 2.60 an actor with `object_store_memory` crashes the raylet when its job ends "
+                "(local_resource_manager.cc:119, check failed), which would take the verify cluster down"
+            )
+        call = {"remote": "ray.remote({})", "options": ".options({})", "method": "@ray.method({})", "method-options": ".ping.options({})"}
+        flagged = call[facts.where].format(facts.flagged)
+        fixed = call[facts.where].format(facts.fixed) if facts.fixed is not None else "without it"
+        declared = f" (declared with `ray.remote({facts.declared})`)" if facts.declared else ""
+        return Plan(
+            Variant(flagged, script(_program(facts, facts.flagged))),
+            Variant(fixed, script(_program(facts, facts.fixed))),
+            "modelled",
+            f"a stand-in {facts.kind}{declared} given `{flagged}`, created and called; and {f'`{fixed}`' if facts.fixed is not None else fixed}",
+        )
+
+
+def _program(facts: OptionsFacts, args: str | None) -> str:
+    """The stand-in, given `args` where the code gives them, created and called once."""
+    stand_in = STAND_IN[facts.kind]
+    if facts.kind == "task":
+        lines = [f"def work():\n    {'yield' if facts.generator else 'return'} 1\n"]
+    else:
+        decorator = f"    @ray.method({args})\n" if facts.where == "method" and args is not None else ""
+        lines = [f"class Worker:\n{decorator}    def ping(self):\n        return 1\n"]
+    if facts.where != "remote":
+        lines.append(f"Remote = ray.remote({facts.declared})({stand_in})" if facts.declared else f"Remote = ray.remote({stand_in})")
+    elif args is None:
+        lines.append(f"Remote = ray.remote({stand_in})")
+    elif re.match(rf"{stand_in}\s*(,|$)", args):  # the code applies `ray.remote` to the definition and options at once
+        lines.append(f"Remote = ray.remote({args})")
+    else:
+        lines.append(f"Remote = ray.remote({args})({stand_in})")
+    options = f".options({args})" if facts.where == "options" and args is not None else ""
+    if facts.kind == "task":
+        lines.append(f"ref = next(Remote{options}.remote())" if facts.generator else f"ref = Remote{options}.remote()")
+        return "\n".join(lines) + RUN
+    method = f".options({args})" if facts.where == "method-options" and args is not None else ""
+    lines += [f"handle = Remote{options}.remote()", f"ref = handle.ping{method}.remote()"]
+    return "\n".join(lines) + RUN
+
+
+def _replay(expr: cst.BaseExpression, stand_in: str = "None") -> str:
+    """A value as the model writes it: as written when it is made of literals and builtin names; else an
+    empty value of its type (an f-string, a list of the code's classes), or `stand_in` (the definition a
+    positional argument of `ray.remote` stands for; None for any other value)."""
+    text = value_text(expr).strip()
+    try:
+        tree = ast.parse(text, mode="eval").body
+    except SyntaxError:
+        tree = None
+    if tree is not None and all(
+        isinstance(node, REPLAYABLE) and (not isinstance(node, ast.Name) or hasattr(builtins, node.id)) for node in ast.walk(tree)
+    ):
+        return text
+    value = literal_value(expr)
+    return EMPTY.get(value.kind, "None") if value is not None else stand_in
+
+
+def _replay_arg(arg: cst.Arg, stand_in: str = "None") -> str:
+    if arg.keyword is None:
+        return _replay(arg.value, stand_in)
+    return f"{arg.keyword.value}={_replay(arg.value)}"
+
+
+def _replay_options(remote: RemoteDef | None, names: tuple[str, ...]) -> str:
+    """The options `names` of a definition's own `ray.remote(...)`, as the model writes them."""
+    if remote is None:
+        return ""
+    return ", ".join(f"{name}={_replay(remote.options.values[name])}" for name in names if name in remote.options.values)
+
+
+def _facts(kind: RemoteKind | None, where: Where, arg: cst.Arg, fixed: str | None = None, declared: str = "") -> OptionsFacts:
+    """The facts of one refused keyword (a task stands in where the kind is not known)."""
+    return OptionsFacts(kind or "task", where, _replay_arg(arg), fixed, declared)
+
+
 class InvalidOrMisplacedOptions(Rule):
     code = "RAY094"
     name = "invalid-or-misplaced-options"
@@ -166,6 +295,7 @@ class InvalidOrMisplacedOptions(Rule):
     fixable = True
     tokens = ("ray.remote(", "@remote(", " remote(", "=remote(", "(remote(", "\nremote(", ".options(", "ray.method(", "@method(")
     also_tokens = ("ray",)
+    experiment = InvalidOrMisplacedOptionsExperiment()
     docs = """
 ## What it does
 Checks the options given to `@ray.remote(...)` / `ray.remote(...)(f)`, to `.options(...)` of a
@@ -416,18 +546,24 @@ guess at what was meant and changes how the task or actor is scheduled.
             return
         positional = [arg for arg in call.args if arg.keyword is None and not arg.star]
         keywords = list(_keywords(call))
+        kind = _kind_of(remote)
         if not call.args:
             fix = FixPlan("Remove the empty parentheses", ((call, ctx.code_for(call.func)),), Applicability.SAFE)
-            ctx.report(call, "`ray.remote()` with empty parentheses raises `AssertionError`", fix)
+            facts = OptionsFacts(kind or "task", "remote", "", None)
+            ctx.report(call, "`ray.remote()` with empty parentheses raises `AssertionError`", fix, facts=facts)
             return
         if positional and (keywords or len(positional) > 1 or literal_value(positional[0].value) is not None):
+            stand_in = STAND_IN[kind or "task"]
+            flagged = ", ".join(_replay_arg(arg, stand_in) for arg in call.args if not arg.star)
+            split = len(positional) == 1 and keywords and literal_value(positional[0].value) is None
+            fixed = ", ".join(_replay_arg(arg) for arg in keywords) if split else None
             ctx.report(
                 call,
                 "`ray.remote` takes the function or class alone, or only keyword options",
                 self._split_fix(ctx, call, positional, keywords),
+                facts=OptionsFacts(kind or "task", "remote", flagged, fixed),
             )
             return
-        kind = _kind_of(remote)
         for arg in keywords:
             self._check_keyword(ctx, arg, kind, "remote", site)
         if kind != "task" and not _has_unpacked(call):
@@ -453,16 +589,23 @@ guess at what was meant and changes how the task or actor is scheduled.
                 if actor is not None and actor.kind == "actor":
                     self._check_method_options(ctx, call, actor, receiver.attr.value)
             return
-        if any(arg.keyword is None and not arg.star for arg in call.args):
-            ctx.report(call, "`.options(...)` takes keyword options only; a positional argument raises `TypeError`")
-            return
         kind = _kind_of(remote)
+        if any(arg.keyword is None and not arg.star for arg in call.args):
+            flagged = ", ".join(_replay_arg(arg) for arg in call.args if not arg.star)
+            fixed = ", ".join(_replay_arg(arg) for arg in _keywords(call)) or None
+            ctx.report(
+                call,
+                "`.options(...)` takes keyword options only; a positional argument raises `TypeError`",
+                facts=OptionsFacts(kind or "task", "options", flagged, fixed),
+            )
+            return
         for arg in _keywords(call):
             name = _arg_keyword(arg)
             if kind == "task" and name == "max_calls":
-                ctx.report(arg, "`max_calls` cannot be set in `.options(...)`, only in `@ray.remote(...)`")
+                ctx.report(arg, "`max_calls` cannot be set in `.options(...)`, only in `@ray.remote(...)`", facts=_facts(kind, "options", arg))
             elif kind == "actor" and name == "concurrency_groups":
-                ctx.report(arg, "`concurrency_groups` cannot be set in `.options(...)`, only in `@ray.remote(...)`")
+                message = "`concurrency_groups` cannot be set in `.options(...)`, only in `@ray.remote(...)`"
+                ctx.report(arg, message, facts=_facts(kind, "options", arg))
             elif kind == "task" and name == "_num_objects_per_yield":
                 self._check_yield_override(ctx, arg, remote)
             else:
@@ -480,7 +623,9 @@ guess at what was meant and changes how the task or actor is scheduled.
         if given is None or not given.known or default is None or not default.known:
             return
         if given.value != (default.value or 1):
-            ctx.report(arg, "`_num_objects_per_yield` cannot be overridden in `.options(...)`, only in `@ray.remote(...)`")
+            declared_options = _replay_options(remote, ("num_returns", "_num_objects_per_yield"))
+            facts = OptionsFacts("task", "options", _replay_arg(arg), None, declared_options, generator=True)
+            ctx.report(arg, "`_num_objects_per_yield` cannot be overridden in `.options(...)`, only in `@ray.remote(...)`", facts=facts)
 
     def _check_get_if_exists(self, ctx: Context, call: cst.Call, remote: RemoteDef | None) -> None:
         arg = keyword_arg(call, "get_if_exists")
@@ -491,7 +636,8 @@ guess at what was meant and changes how the task or actor is scheduled.
             names.append(keyword_arg(remote.options.node, "name") if remote.options.node is not None else None)
         if any(name is not None and not _is_none(name.value) for name in names):
             return
-        ctx.report(arg, "`get_if_exists=True` without a `name` raises `ValueError`")
+        facts = _facts("actor", "remote" if remote is None else "options", arg)
+        ctx.report(arg, "`get_if_exists=True` without a `name` raises `ValueError`", facts=facts)
 
     # ------------------------------------------------------------------ one keyword option
 
@@ -510,26 +656,30 @@ guess at what was meant and changes how the task or actor is scheduled.
             problems = [spec_problem(name, spec, value) for spec in specs]
             if all(problems):
                 error = (problems[0] or "").split(":", 1)[0]
-                ctx.report(arg.value, f"`{name}={ctx.snippet(arg.value, 20)}` makes Ray raise `{error}` {WHEN[where]}")
+                message = f"`{name}={ctx.snippet(arg.value, 20)}` makes Ray raise `{error}` {WHEN[where]}"
+                ctx.report(arg.value, message, facts=_facts(kind, where, arg))
                 return
             if name == "retry_exceptions" and "task" in kinds:
                 problem = _retry_exception_problem(ctx.model, arg.value, site)
                 if problem:
-                    ctx.report(arg.value, f"In `retry_exceptions`, {problem}, so Ray raises `ValueError`")
+                    message = f"In `retry_exceptions`, {problem}, so Ray raises `ValueError`"
+                    ctx.report(arg.value, message, facts=_facts("task", where, arg))
                 return
-            self._check_submission(ctx, arg, kind, value)
+            self._check_submission(ctx, arg, kind, value, where)
 
-    def _check_submission(self, ctx: Context, arg: cst.Arg, kind: RemoteKind | None, value: LiteralValue) -> None:
+    def _check_submission(self, ctx: Context, arg: cst.Arg, kind: RemoteKind | None, value: LiteralValue, where: Where) -> None:
         """Values the option table accepts but Ray refuses when the task or actor is submitted."""
         name = _arg_keyword(arg)
         if not value.known:
             return
+        facts = _facts(kind, where, arg)
         if name == "scheduling_strategy" and isinstance(value.value, str) and value.value not in STRATEGY_NAMES:
-            ctx.report(arg.value, f"`scheduling_strategy={ctx.snippet(arg.value, 24)}` is not a strategy, so submitting raises `ValueError`")
+            message = f"`scheduling_strategy={ctx.snippet(arg.value, 24)}` is not a strategy, so submitting raises `ValueError`"
+            ctx.report(arg.value, message, facts=facts)
         elif kind == "actor" and name in ("name", "namespace") and value.value == "":
-            ctx.report(arg.value, f"An empty actor `{name}` raises `ValueError` when the actor is created")
+            ctx.report(arg.value, f"An empty actor `{name}` raises `ValueError` when the actor is created", facts=facts)
         elif kind == "actor" and name == "object_store_memory" and value.value is not None:
-            ctx.report(arg, "`object_store_memory` on an actor is deprecated and reserves no object store memory")
+            ctx.report(arg, "`object_store_memory` on an actor is deprecated and reserves no object store memory", facts=facts)
 
     def _report_unknown(self, ctx: Context, call: cst.Call, arg: cst.Arg, kind: RemoteKind | None, where: Where) -> None:
         name = _arg_keyword(arg)
@@ -544,19 +694,22 @@ guess at what was meant and changes how the task or actor is scheduled.
                 # Ray's own rename of an option keeps its meaning; a close name is a guess at it.
                 sure = RENAMED_OPTIONS.get(name) == guess
                 fix = FixPlan(f"Rename `{name}` to `{guess}`", ((arg.keyword, guess),), Applicability.SAFE if sure else Applicability.UNSAFE)
-        ctx.report(arg, f"`{name}` is not a Ray option for {target}{hint}", fix)
+        renamed = f"{guess}={_replay(arg.value)}" if fix is not None else None
+        ctx.report(arg, f"`{name}` is not a Ray option for {target}{hint}", fix, facts=_facts(kind, where, arg, renamed))
 
     def _report_misplaced(self, ctx: Context, arg: cst.Arg, kind: RemoteKind, where: Where) -> None:
         name = _arg_keyword(arg)
         other = "actors" if kind == "task" else "remote functions (tasks)"
-        ctx.report(arg, f"`{name}` is an option of {other} only, so Ray raises `ValueError`")
+        ctx.report(arg, f"`{name}` is an option of {other} only, so Ray raises `ValueError`", facts=_facts(kind, where, arg))
 
     # ------------------------------------------------------------------ @ray.method(...) and handle.method.options(...)
 
     def _check_method(self, ctx: Context, call: cst.Call, method: FunctionInfo) -> None:
+        groups = _replay_options(_actor_of(ctx.model, method), ("concurrency_groups",))
         if any(arg.keyword is None for arg in call.args):
             if not any(arg.star for arg in call.args):
-                ctx.report(call, "`@ray.method` takes keyword options only; a positional argument raises `AssertionError`")
+                facts = OptionsFacts("actor", "method", ", ".join(_replay_arg(arg) for arg in call.args), None, groups)
+                ctx.report(call, "`@ray.method` takes keyword options only; a positional argument raises `AssertionError`", facts=facts)
             return
         for arg in _keywords(call):
             name = _arg_keyword(arg)
@@ -567,7 +720,9 @@ guess at what was meant and changes how the task or actor is scheduled.
                 fix = None
                 if guess is not None and not _has_keyword(call, guess):
                     fix = FixPlan(f"Rename `{name}` to `{guess}`", ((arg.keyword, guess),), Applicability.UNSAFE)
-                ctx.report(arg, f"`{name}` is not an option of `@ray.method`{hint}", fix)
+                renamed = f"{guess}={_replay(arg.value)}" if fix is not None else None
+                facts = _facts("actor", "method", arg, renamed, groups)
+                ctx.report(arg, f"`{name}` is not an option of `@ray.method`{hint}", fix, facts=facts)
                 continue
             value = literal_value(arg.value)
             if value is None or not value.known:
@@ -577,34 +732,39 @@ guess at what was meant and changes how the task or actor is scheduled.
             if at_decoration or at_call:
                 when = WHEN["method"] if at_decoration else WHEN["method-options"]
                 error = (at_decoration or at_call or "").split(":", 1)[0]
-                ctx.report(arg.value, f"`{name}={ctx.snippet(arg.value, 20)}` in `@ray.method` makes Ray raise `{error}` {when}")
+                message = f"`{name}={ctx.snippet(arg.value, 20)}` in `@ray.method` makes Ray raise `{error}` {when}"
+                ctx.report(arg.value, message, facts=_facts("actor", "method", arg, None, groups))
             elif name == "concurrency_group" and isinstance(value.value, str):
                 declared = _declared_groups(ctx.model, method)
                 if declared is not None and _undeclared(value.value, declared):
-                    ctx.report(arg.value, _undeclared_group(value.value, declared, "creating the actor raises `AssertionError`"))
+                    message = _undeclared_group(value.value, declared, "creating the actor raises `AssertionError`")
+                    ctx.report(arg.value, message, facts=_facts("actor", "method", arg, None, groups))
 
     def _check_method_options(self, ctx: Context, call: cst.Call, actor: RemoteDef, method_name: str) -> None:
+        groups = _replay_options(actor, ("concurrency_groups",))
         for arg in _keywords(call):
             name = _arg_keyword(arg)
+            facts = _facts("actor", "method-options", arg, None, groups)
             if name not in METHOD_CALL_OPTIONS:
                 guess = suggestion(name, sorted(METHOD_CALL_OPTIONS))
                 hint = f"; did you mean `{guess}`?" if guess else ""
-                ctx.report(arg, f"`{name}` is not an option of an actor method call{hint}")
+                ctx.report(arg, f"`{name}` is not an option of an actor method call{hint}", facts=facts)
                 continue
             value = literal_value(arg.value)
             if name == "_num_objects_per_yield":
-                ctx.report(arg, "`_num_objects_per_yield` cannot be overridden per actor method call, only in `@ray.method`")
+                ctx.report(arg, "`_num_objects_per_yield` cannot be overridden per actor method call, only in `@ray.method`", facts=facts)
                 continue
             if value is None or not value.known:
                 continue
             problem = spec_problem(name, METHOD_OPTIONS["num_returns"], value) if name == "num_returns" else None
             if problem:
-                ctx.report(arg.value, f"`num_returns={ctx.snippet(arg.value, 20)}` makes Ray raise `{problem.split(':', 1)[0]}` at the `.options(...)` call")
+                message = f"`num_returns={ctx.snippet(arg.value, 20)}` makes Ray raise `{problem.split(':', 1)[0]}` at the `.options(...)` call"
+                ctx.report(arg.value, message, facts=facts)
             elif name == "concurrency_group" and isinstance(value.value, str):
                 declared = _declared_groups_of(actor)
                 if declared is not None and _undeclared(value.value, declared):
                     consequence = f"calling `{method_name}` with it crashes the actor's worker"
-                    ctx.report(arg.value, _undeclared_group(value.value, declared, consequence))
+                    ctx.report(arg.value, _undeclared_group(value.value, declared, consequence), facts=facts)
 
 def _has_keyword(call: cst.Call, name: str) -> bool:
     """Whether `call` already passes `name` (a rename to it would repeat a keyword)."""
@@ -644,10 +804,15 @@ def _retry_exception_problem(model: SemanticModel, expr: cst.BaseExpression, sit
 
 def _declared_groups(model: SemanticModel, method: FunctionInfo) -> set[str] | None:
     """The concurrency groups declared for the actor class that `method` is defined in, if known."""
+    actor = _actor_of(model, method)
+    return _declared_groups_of(actor) if actor is not None else None
+
+
+def _actor_of(model: SemanticModel, method: FunctionInfo) -> RemoteDef | None:
+    """The actor class that `method` is defined in."""
     if method.owner is None:
         return None
-    actor = next((r for r in model.remote_defs if r.target is method.owner.node and r.kind == "actor"), None)
-    return _declared_groups_of(actor) if actor is not None else None
+    return next((r for r in model.remote_defs if r.target is method.owner.node and r.kind == "actor"), None)
 
 
 def _declared_groups_of(actor: RemoteDef) -> set[str] | None:

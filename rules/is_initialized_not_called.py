@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 import libcst as cst
 
 from ray_lint.diagnostics import Applicability, Severity
+from ray_lint.experiment import Plan, ReproductionExperiment, Subject, Variant, script
 from ray_lint.model import SemanticModel
 from ray_lint.python_model import AFTER_ALL, Scope, child_nodes
 from ray_lint.rule import Context, FixPlan, Invalid, Rule, Valid
@@ -44,6 +46,78 @@ def _scoped_walk(model: SemanticModel) -> Iterator[tuple[cst.CSTNode, Scope]]:
         inner = scope_of_node.get(id(node), scope)
         stack.extend((child, inner) for child in reversed(list(child_nodes(node))))
 
+@dataclass(frozen=True)
+class GuardFacts:
+    """Whether the uncalled function is negated (`not ray.is_initialized`): a guard around `ray.init`."""
+
+    negated: bool
+
+
+# Each variant starts a new process, where Ray is not initialized yet: its own process is connected.
+GUARD_MODEL = """
+import subprocess
+import sys
+
+driver = f'''
+import ray
+{guard}
+'''
+done = subprocess.run([sys.executable, "-c", driver], capture_output=True, text=True, timeout=60)
+if done.returncode != 0:
+    raise RuntimeError(done.stderr[-1500:])
+said = done.stdout.split()[-1:]
+"""
+
+INIT_GUARD = GUARD_MODEL.format(guard="""
+if not ray.is_initialized{call}:
+    ray.init(address={ray.get_runtime_context().gcs_address!r})
+print(ray.is_initialized())
+""") + """
+if said == ["True"]:
+    __ray_lint_evidence__ = {"right": "the guard ran ray.init(), and Ray is initialized after it"}
+else:
+    __ray_lint_evidence__ = {
+        "wrong": "in a process without Ray, `if not ray.is_initialized:` skipped ray.init(): Ray was still not initialized after it"
+    }
+"""
+
+TEARDOWN_GUARD = GUARD_MODEL.format(guard="""
+ran = False
+if ray.is_initialized{call}:
+    ran = True  # stands for ray.shutdown() and the rest of a teardown
+print(ran)
+""") + """
+if said == ["False"]:
+    __ray_lint_evidence__ = {"right": "the guarded teardown was skipped: Ray was not initialized"}
+else:
+    __ray_lint_evidence__ = {"wrong": "in a process without Ray, `if ray.is_initialized:` ran its body all the same"}
+"""
+
+
+class IsInitializedExperiment(ReproductionExperiment[GuardFacts]):
+    """Runs the guard in a new process, where Ray is not initialized: `if not ray.is_initialized:
+    ray.init(...)`, then asks Ray whether it is initialized, or `if ray.is_initialized:` around a
+    teardown, then says whether the body ran; the fix calls the function. Always a model: the verifier
+    connects the user's script to its cluster before it starts, so the script's own guard cannot show
+    the difference."""
+
+    facts_type = GuardFacts
+
+    def plan(self, subject: Subject) -> Plan:
+        return self.model(subject)
+
+    def model(self, subject: Subject) -> Plan:
+        if self.facts(subject).negated:
+            guard, shape = INIT_GUARD, "a new driver process guards ray.init() with `if not ray.is_initialized`"
+        else:
+            guard, shape = TEARDOWN_GUARD, "a new process, without Ray, guards a teardown with `if ray.is_initialized`"
+        return Plan(
+            Variant("not called", script(guard.replace("{call}", ""))),
+            Variant("called", script(guard.replace("{call}", "()"))),
+            "modelled",
+            shape,
+        )
+
 
 class IsInitializedNotCalled(Rule):
     code = "RAY080"
@@ -52,6 +126,7 @@ class IsInitializedNotCalled(Rule):
     severity = Severity.ERROR
     category = "correctness"
     fixable = True
+    experiment = IsInitializedExperiment()
     # The bug is the name not followed by `(`: a file that only calls it never matches these.
     tokens = ("is_initialized:", "is_initialized ", "is_initialized)", "is_initialized\n", "is_initialized\r", "is_initialized,")
     docs = """
@@ -160,4 +235,5 @@ its defaults, and after the fix it runs with those arguments.
                     tested,
                     f"`{code}` is tested by {where} but never called, so it is always true",
                     fix=FixPlan(f"Call `{code}()`", ((tested, f"{code}()"),), Applicability.UNSAFE),
+                    facts=GuardFacts(negated=where == "`not`"),
                 )

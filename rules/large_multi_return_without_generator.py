@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 import libcst as cst
 
 from ray_lint.diagnostics import Severity
+from ray_lint.experiment import Experiment, Plan, Run, Subject, Variant, Verdict, confirmed, script, timed
 from ray_lint.model import SemanticModel
 from ray_lint.python_model import AFTER_ALL, LARGE_MARKER, FunctionInfo, Scope, iter_subtree, literal_number
 from ray_lint.rule import Context, Invalid, Rule, Valid
@@ -32,12 +34,114 @@ class _Returned:
     per_element: bool = False  # `sizes` holds one size that every element has
 
 
+@dataclass(frozen=True)
+class LargeReturnFacts:
+    """What the experiment needs of the flagged `return`."""
+
+    large_values: int | None  # how many large values it hands back together, when the code says
+
+
+# The worker's Python heap, traced from the actor's start: numpy, `bytes` and pickle buffers all count.
+_MAKER = """
+import tracemalloc
+
+@ray.remote
+class Maker:
+    def __init__(self):
+        tracemalloc.start()
+
+    def reset(self):
+        tracemalloc.reset_peak()
+        return tracemalloc.get_traced_memory()[0]
+
+    def peak(self):
+        return tracemalloc.get_traced_memory()[1]
+
+    @ray.method(num_returns={count})
+    def make(self):
+{body}
+
+maker = Maker.remote()
+base = ray.get(maker.reset.remote())  # the actor up, and its heap measured, before the clock starts
+"""
+_MADE = """
+refs = maker.make.remote()
+ready, _ = ray.wait(refs, num_returns=len(refs), timeout=30, fetch_local=False)
+return len(ready)
+"""
+_PEAK = '__ray_lint_evidence__ = {"peak_mb": (ray.get(maker.peak.remote()) - base) / 1e6}\n'
+
+
+class LargeMultiReturnExperiment(Experiment[LargeReturnFacts]):
+    """An actor method with `num_returns=N` that returns N values of 20 MB at once against the same method
+    yielding them (the fix), judged on the peak of the worker's Python heap (`tracemalloc`) during the
+    call. N is the code's count of large values (at most 6), or 4 when the code does not say."""
+
+    facts_type = LargeReturnFacts
+    rounds = 1  # the heap's peak does not vary by run
+    MB = 20
+    ASSUMED = 4
+    MAX_VALUES = 6  # 120 MB in the worker's heap at most
+
+    def plan(self, subject: Subject) -> Plan:
+        known = self.facts(subject).large_values
+        count = min(known, self.MAX_VALUES) if known is not None else self.ASSUMED
+        value = f"bytes({self.MB} * 10**6)"
+        at_once = f"        return [{value} for _ in range({count})]"
+        one_by_one = f"        for _ in range({count}):\n            yield {value}"
+        if known is None:
+            shape = f"{count} values of {self.MB} MB (count not in the code: {self.ASSUMED} assumed)"
+        else:
+            shape = f"{count} values of {self.MB} MB{'' if count == known else f' (of the {known} in the code)'}"
+        return Plan(
+            Variant("returned at once", script(_MAKER.format(count=count, body=at_once) + timed(_MADE) + _PEAK)),
+            Variant("yielded", script(_MAKER.format(count=count, body=one_by_one) + timed(_MADE) + _PEAK)),
+            "modelled",
+            shape,
+        )
+
+    def judge_runs(self, verdict: Verdict, subject: Subject, plan: Plan, a: list[Run], b: list[Run]) -> Verdict:
+        """On the worker's peak heap, not on time: a generator makes the same values one after another, so
+        it saves memory (the OOM risk the rule is about), not seconds; the wall times are shown beside."""
+        peaks = [_median_peak(runs) for runs in (a, b)]
+        if None in peaks or not peaks[1]:
+            verdict.summary = "the variants did not report their worker's heap"
+            return verdict
+        peak_a, peak_b = peaks
+        verdict.ratio = peak_a / peak_b
+        verdict.same_results = a[0].value == b[0].value
+        numbers = (
+            f"the worker's heap peaked at {peak_a:.0f} MB ({plan.a.label}) vs {peak_b:.0f} MB ({plan.b.label}) "
+            f"({verdict.ratio:.2f}×); wall {statistics.median(r.wall_s for r in a):.2f} s vs {statistics.median(r.wall_s for r in b):.2f} s"
+        )
+        if verdict.ratio >= self.threshold:
+            verdict.status, verdict.summary = confirmed(plan), numbers
+        else:
+            verdict.status = "not reproduced"
+            verdict.summary = numbers + self.why_not(subject, plan, a, b)
+        return verdict
+
+    def why_not(self, subject: Subject, plan: Plan, a: list[Run], b: list[Run]) -> str:
+        if self.facts(subject).large_values == 2:
+            return (
+                ": Ray 2.60 keeps the value a generator yielded last alive until the next one is made, "
+                "so two values at once are what the generator holds too"
+            )
+        return f": below the {self.threshold:.1f}× threshold"
+
+
+def _median_peak(runs: list[Run]) -> float | None:
+    peaks = [r.evidence["peak_mb"] for r in runs if isinstance(r.evidence, dict) and "peak_mb" in r.evidence]
+    return statistics.median(peaks) if peaks else None
+
+
 class LargeMultiReturnWithoutGenerator(Rule):
     code = "RAY037"
     name = "large-multi-return-without-generator"
     message = "A task with `num_returns` builds several large values and returns them all at once"
     severity = Severity.WARNING
     category = "resource"
+    experiment = LargeMultiReturnExperiment()
     tokens = ("num_returns",)
     also_tokens = ALLOCATION_TOKENS
     options = (LARGE_OBJECT_OPTION,)
@@ -218,9 +322,11 @@ when an exception in the task is raised relative to the values already stored.
                     count = values[0]
                 if isinstance(count, int) and not (count >= 2 and all(v == count for v in values if isinstance(v, int))):
                     continue
+                large = count if returned.per_element else len(returned.sizes)
                 ctx.report(
                     returned.node,
                     f"`{function.node.name.value}` returns {_describe(returned, count)} at once",
+                    facts=LargeReturnFacts(large),
                 )
 
 

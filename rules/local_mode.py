@@ -3,14 +3,64 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import libcst as cst
 
 from ray_lint.diagnostics import Applicability, Severity
+from ray_lint.experiment import Plan, ReproductionExperiment, Subject, Variant, script
 from ray_lint.python_model import CallSite, literal_number, literal_string
 from ray_lint.rule import Context, FixPlan, Invalid, Rule, Valid
 
 KEYWORD = "local_mode"
+
+
+# The probe that runs a variant has connected it to the cluster and made `ray.init` a stand-in (the
+# cluster is shared); `ray._private.worker.init` is still Ray's own function. Its `local_mode` check
+# comes before it looks for a cluster or a connection, so it raises the same here as in a new process.
+LOCAL = """
+real_init = ray._private.worker.init  # Ray's own `ray.init`: the probe replaced only the `ray.init` name
+real_init(local_mode={value})
+"""
+WITHOUT = """
+ray.init()  # the probe's stand-in: this process is already connected to the cluster
+
+@ray.remote
+def where():
+    return os.getpid()
+
+pid = ray.get(where.remote(), timeout=30)
+__ray_lint_evidence__ = {"right": f"a task ran in worker process {pid}, not in the driver ({os.getpid()})"}
+"""
+
+
+@dataclass(frozen=True)
+class LocalModeValue:
+    """The source text of the truthy `local_mode` value."""
+
+    text: str
+
+
+class LocalModeExperiment(ReproductionExperiment[LocalModeValue]):
+    """Ray's own `ray.init` called with the finding's `local_mode` value, against `ray.init()` without
+    it (the probe's connection) running a task in a worker process."""
+
+    facts_type = LocalModeValue
+    expected = r"`local_mode` is no longer supported"
+
+    def plan(self, subject: Subject) -> Plan:
+        """Always the model: the script's own `ray.init` calls are stand-ins when a variant runs, so the
+        script as written cannot show the error."""
+        return self.model(subject)
+
+    def model(self, subject: Subject) -> Plan:
+        value = self.facts(subject).text
+        return Plan(
+            Variant(f"local_mode={value}", script(LOCAL.format(value=value))),
+            Variant("without local_mode", script(WITHOUT)),
+            "modelled",
+            f"Ray's own `ray.init(local_mode={value})`, and a task run without local mode",
+        )
 
 
 class LocalMode(Rule):
@@ -21,6 +71,7 @@ class LocalMode(Rule):
     category = "api-misuse"
     fixable = True
     tokens = (KEYWORD,)
+    experiment = LocalModeExperiment()
     docs = """
 ## What it does
 Finds `ray.init(...)` called with `local_mode` set to a truthy literal (`True`, a non-zero number,
@@ -194,6 +245,7 @@ offered when the line it removes holds a comment, which would go with it.
                 tuple(edits),
                 Applicability.UNSAFE,
             ),
+            facts=LocalModeValue(ctx.code_for(value)),
         )
 
 

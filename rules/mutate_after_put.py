@@ -10,6 +10,7 @@ import libcst as cst
 from ray_lint.analyses.actor_state import MUTATING_METHODS, changed_parameters
 from ray_lint.analyses.arrays import NUMPY_MAKERS
 from ray_lint.diagnostics import Severity
+from ray_lint.experiment import Plan, ReproductionExperiment, Subject, Variant, script
 from ray_lint.model import SemanticModel
 from ray_lint.python_model import Binding, CallSite, FunctionInfo, Scope, is_name, iter_subtree, path_to, root_name
 from ray_lint.rule import Context, Invalid, Rule, Valid
@@ -51,6 +52,48 @@ class _Change:
     index: int
     by: str | None = None  # the module's function that changes it, when one does
 
+@dataclass(frozen=True)
+class PutFacts:
+    """The names of the object put and of its ref, for the verdict's words."""
+
+    name: str
+    ref: str
+
+
+PUT_MODEL = """
+@ray.remote
+def learning_rate(config):
+    return config["lr"]
+
+config = {{"lr": 0.1}}
+{steps}
+seen = ray.get(learning_rate.remote(config_ref), timeout=30)
+if seen == 0.01:
+    __ray_lint_evidence__ = {{"right": "the task read lr=0.01, the driver's current value"}}
+else:
+    __ray_lint_evidence__ = {{
+        "wrong": f"the driver set lr=0.01 after ray.put (as `{name}` is changed), yet the task given the ref (`{ref}`) read lr={{seen}}"
+    }}
+"""
+
+
+class MutateAfterPutExperiment(ReproductionExperiment[PutFacts]):
+    """Runs a dict put in the object store, changed in the driver, then handed to a task by its ref;
+    the fix changes it before the `ray.put`."""
+
+    facts_type = PutFacts
+
+    def model(self, subject: Subject) -> Plan:
+        facts = self.facts(subject)
+        after = 'config_ref = ray.put(config)\nconfig["lr"] = 0.01'
+        before = 'config["lr"] = 0.01\nconfig_ref = ray.put(config)'
+        return Plan(
+            Variant("changed after put", script(PUT_MODEL.format(steps=after, name=facts.name, ref=facts.ref))),
+            Variant("changed before put", script(PUT_MODEL.format(steps=before, name=facts.name, ref=facts.ref))),
+            "modelled",
+            "a config dict is put, changed in the driver, then passed to a task by its ref",
+        )
+
 
 class MutateAfterPut(Rule):
     code = "RAY083"
@@ -60,6 +103,7 @@ class MutateAfterPut(Rule):
     category = "correctness"
     tokens = ("put(",)
     also_tokens = (".remote(",)
+    experiment = MutateAfterPutExperiment()
     docs = """
 ## What it does
 Finds `ref = ray.put(x)` followed, in the same function, by an in-place change of `x` and then
@@ -255,7 +299,7 @@ snapshot (copy before changing) is the author's call.
                 message = f"`{name}` is changed by `{change.by}()` after `ray.put` on {put_at}, so `{ref}` is stale"
             else:
                 message = f"`{name}` is changed after `ray.put` on {put_at}, so `{ref}` still holds the old value"
-            ctx.report(change.node, message)
+            ctx.report(change.node, message, facts=PutFacts(name, ref))
 
 
 def _puts(model: SemanticModel, puts: tuple[CallSite, ...]) -> Iterator[_Put]:

@@ -12,6 +12,7 @@ import libcst as cst
 
 from ray_lint.analyses.arrays import NUMPY_MAKERS
 from ray_lint.diagnostics import Applicability, Severity
+from ray_lint.experiment import Plan, ReproductionExperiment, Subject, Variant, script
 from ray_lint.model import RemoteDef, SemanticModel
 from ray_lint.python_model import AFTER_ALL, Binding, CallSite, FunctionInfo, Scope, iter_subtree, literal_string, root_name
 from ray_lint.rule import REMOTE_MADE, Context, FixPlan, Invalid, Rule, Valid
@@ -33,6 +34,7 @@ class _Source:
 
     binding: Binding
     origin: str  # for the message
+    fetched: bool  # bound to `ray.get(...)` (else: a parameter of a remote body)
     evidence: Callable[[], bool]  # whether the code shows the value is an ndarray
     fix: Callable[[], FixPlan | None]
 
@@ -101,6 +103,63 @@ class _Writes:
 def _keyword(arg: cst.Arg) -> str | None:
     return arg.keyword.value if arg.keyword is not None else None
 
+@dataclass(frozen=True)
+class ZeroCopyFacts:
+    """Where the written array came from: a task's argument, or `ray.get`."""
+
+    fetched: bool
+
+
+ARGUMENT_MODEL = """
+import numpy as np
+
+@ray.remote
+def clip_negative(batch):
+    {copy}batch[batch < 0] = 0
+    return batch.sum()
+
+__ray_lint_result__ = ray.get(clip_negative.remote(np.array([-1.0, 2.0, -3.0, 4.0])), timeout=30)
+"""
+
+FETCHED_MODEL = """
+import numpy as np
+
+@ray.remote
+def make(n):
+    return np.arange(n, dtype=np.float64)
+
+values = ray.get(make.remote(4), timeout=30){copy}
+values[0] = 10.0
+__ray_lint_result__ = values.sum()
+"""
+
+
+class ZeroCopyExperiment(ReproductionExperiment[ZeroCopyFacts]):
+    """Runs the user's script as written and with `.copy()`, or a model: a task that writes into its
+    numpy argument, or a driver that writes into an array from `ray.get` (fixed with `.copy()`). Both
+    need numpy where the variants run."""
+
+    facts_type = ZeroCopyFacts
+    # numpy's words vary with the write: "assignment destination is read-only" (item assignment),
+    # "output array is read-only" (`+=`, `out=`), "sort array is read-only", "cannot resize ...". At the
+    # start of a line: the error itself, not a line of source quoted in the traceback.
+    expected = r"(?m)^ValueError: (.*read-only|cannot resize)"
+
+    def model(self, subject: Subject) -> Plan:
+        if self.facts(subject).fetched:
+            return Plan(
+                Variant("write to the fetched array", script(FETCHED_MODEL.format(copy=""))),
+                Variant("write to a copy", script(FETCHED_MODEL.format(copy=".copy()"))),
+                "modelled",
+                "the driver writes into a numpy array that `ray.get` returned",
+            )
+        return Plan(
+            Variant("write to the argument", script(ARGUMENT_MODEL.format(copy=""))),
+            Variant("write to a copy", script(ARGUMENT_MODEL.format(copy="batch = batch.copy()\n    "))),
+            "modelled",
+            "a task writes into the numpy array it was passed",
+        )
+
 
 class MutateZeroCopyArray(Rule):
     code = "RAY036"
@@ -109,6 +168,7 @@ class MutateZeroCopyArray(Rule):
     severity = Severity.ERROR
     category = "correctness"
     fixable = True
+    experiment = ZeroCopyExperiment()
     tokens = ("numpy",)  # every way this rule knows an array is a numpy one goes through an import of numpy
     # A parameter needs a remote def; a `ray.get` result needs a ref the file makes (`.remote(`, `ray.put(`).
     also_tokens = (*REMOTE_MADE, "ray.put(", "import put", ", put")
@@ -295,6 +355,7 @@ statement.
                 write.node,
                 f"`{name}`, a numpy array {source.origin}, is a read-only view, so this write raises",
                 fix=source.fix(),
+                facts=ZeroCopyFacts(source.fetched),
             )
 
     def _parameters(self, ctx: Context) -> list[_Source]:
@@ -315,6 +376,7 @@ statement.
                         _Source(
                             binding,
                             f"passed to {kind} `{info.node.name.value}`",
+                            False,
                             partial(_parameter_is_array, model, remote, info, param, at),
                             partial(_copy_first, ctx, info, param),
                         )
@@ -338,6 +400,7 @@ statement.
                 _Source(
                     binding,
                     "from `ray.get`",
+                    True,
                     partial(_fetched_is_array, model, site),
                     partial(_copy_result, ctx, site.node),
                 )

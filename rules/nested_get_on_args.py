@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import statistics
+from dataclasses import dataclass
+
 import libcst as cst
 
 from ray_lint.diagnostics import Applicability, Severity
+from ray_lint.experiment import Experiment, Plan, Run, Subject, Variant, Verdict, confirmed, script, timed
 from ray_lint.model import RemoteDef, SemanticModel
 from ray_lint.python_model import COMPREHENSIONS, CallSite, FunctionInfo, child_nodes, iter_subtree, scope_within
 from ray_lint.rule import REMOTE_MADE, Context, FixPlan, Invalid, Rule, Valid
@@ -50,6 +54,88 @@ def _argument_for(call: cst.Call, param: cst.Param, position: int | None) -> cst
     return None
 
 
+@dataclass(frozen=True)
+class NestedFacts:
+    """What the experiment needs of the flagged task."""
+
+    refs: int | None  # how many refs the caller passes in the list, when the module shows a literal list
+
+
+class NestedGetExperiment(Experiment[NestedFacts]):
+    """The user's script as written and fixed, timing the function that submits the task; or, when it
+    cannot run as is, many small tasks that each get a list of refs to trivial tasks, against the
+    same tasks given the refs as top-level arguments (the nested get costs about a millisecond per
+    task, so only many small tasks show it).
+
+    Judged by wall time, with the worker processes Ray's timeline shows as evidence, not by its
+    parallelism: a task blocked in `ray.get` counts as running while it holds a worker and does
+    nothing, so the nested form can look more parallel where it is only more idle."""
+
+    facts_type = NestedFacts
+    TASKS = 200
+    ASSUMED_REFS = 3
+
+    def plan(self, subject: Subject) -> Plan:
+        model = self.model(subject)
+        fixed = subject.fixed_text()
+        if fixed is None or not subject.has_entry_point():
+            return model
+        return Plan(
+            Variant("as written", subject.instrumented(subject.text)),
+            Variant("fixed", subject.instrumented(fixed)),
+            "measured",
+            "the script run from its entry point, timing the function that submits the task",
+            fallback=model,
+        )
+
+    def model(self, subject: Subject) -> Plan:
+        known = self.facts(subject).refs
+        refs = known if known is not None else self.ASSUMED_REFS
+        load = "@ray.remote\ndef load(i):\n    return i\n\n"
+        inputs = f"[load.remote(i * {refs} + j) for j in range({refs})]"
+        nested = "@ray.remote\ndef merge(parts):\n    return sum(ray.get(parts))\n\n" + timed(
+            f"return ray.get([merge.remote({inputs}) for i in range({self.TASKS})])"
+        )
+        top_level = "@ray.remote\ndef merge(*parts):\n    return sum(parts)\n\n" + timed(
+            f"return ray.get([merge.remote(*{inputs}) for i in range({self.TASKS})])"
+        )
+        count = "" if known is not None else f" (count not in the code: {self.ASSUMED_REFS} assumed)"
+        shape = f"{self.TASKS} tasks, each given {refs} refs{count} to trivial tasks"
+        return Plan(
+            Variant("refs in a list", script(load + nested)),
+            Variant("top-level refs", script(load + top_level)),
+            "modelled",
+            shape,
+        )
+
+    def judge_runs(self, verdict: Verdict, subject: Subject, plan: Plan, a: list[Run], b: list[Run]) -> Verdict:
+        if plan.mode == "measured" and max(r.tasks for r in a) < 2:
+            verdict.summary = "the script's entry point ran fewer than 2 tasks: it does not reach the flagged code"
+            return verdict
+        verdict.ratio = statistics.median(x.wall_s / y.wall_s for x, y in zip(a, b) if y.wall_s > 0)
+        wall_a, wall_b = statistics.median(r.wall_s for r in a), statistics.median(r.wall_s for r in b)
+        numbers = f"{plan.a.label} {wall_a:.2f} s vs {plan.b.label} {wall_b:.2f} s ({verdict.ratio:.2f}×)"
+        workers_a, workers_b = _workers(a), _workers(b)
+        if workers_a and workers_b:
+            numbers += f"; worker processes used: {workers_a} vs {workers_b}"
+        warned = sorted({w for r in a for w in r.ray_warnings} - {w for r in b for w in r.ray_warnings})
+        if warned:
+            numbers += f"; Ray itself warned in {plan.a.label}: {warned[0]}"
+        if verdict.ratio >= self.threshold:
+            verdict.status, verdict.summary = confirmed(plan), numbers
+        else:
+            verdict.status, verdict.summary = "not reproduced", numbers + self.why_not(subject, plan, a, b)
+        return verdict
+
+    def why_not(self, subject: Subject, plan: Plan, a: list[Run], b: list[Run]) -> str:
+        return f": below the {self.threshold:.1f}× threshold (a nested get costs about a millisecond per task)"
+
+
+def _workers(runs: list[Run]) -> int:
+    """Most worker processes one run's tasks ran on, from Ray's timeline."""
+    return max((len({worker for _, _, worker in run.timeline}) for run in runs), default=0)
+
+
 class NestedGetOnArgs(Rule):
     code = "RAY005"
     name = "nested-get-on-args"
@@ -59,6 +145,7 @@ class NestedGetOnArgs(Rule):
     fixable = True
     tokens = REMOTE_MADE
     also_tokens = ("get",)
+    experiment = NestedGetExperiment()
     docs = """
 ## What it does
 Finds a remote task (`@ray.remote def`, or a function passed to `ray.remote`) whose body calls
@@ -239,12 +326,13 @@ decorator; and the `ray.get` is not a statement of its own.
             if calls is None:
                 continue
             name, fetched = info.node.name.value, param.name.value
-            nested = [call for call, arg in calls if arg is not None and _holds_ref_list(model, call, arg)]
-            where = f"passed in a list on {ctx.line_of(nested[0])}" if nested else "its caller passes nested"
+            nested = [(call, arg) for call, arg in calls if arg is not None and _holds_ref_list(model, call, arg)]
+            where = f"passed in a list on {ctx.line_of(nested[0][0])}" if nested else "its caller passes nested"
             ctx.report(
                 get.node,
                 f"`{name}` calls `ray.get({fetched})` on refs {where}",
                 self._fix(ctx, get, remote, info, param, calls),
+                facts=NestedFacts(_list_length(model, *nested[0]) if nested else None),
             )
 
     def _fetched_parameter(self, model: SemanticModel, get: CallSite, info: FunctionInfo) -> cst.Param | None:
@@ -357,6 +445,18 @@ def _holds_ref_list(model: SemanticModel, call: cst.Call, arg: cst.Arg) -> bool:
         return False
     origin = model.ref_origin(arg.value, site.scope, site.index)
     return origin is not None and origin.kind == "ref-list"
+
+
+def _list_length(model: SemanticModel, call: cst.Call, arg: cst.Arg) -> int | None:
+    """How many refs the list passed at `call` holds, when the code says so: a literal list, or a
+    comprehension over `range(k)` or a literal."""
+    value = arg.value
+    if isinstance(value, (cst.List, cst.Tuple)):
+        return None if any(isinstance(e, cst.StarredElement) for e in value.elements) else len(value.elements)
+    site = model.call_site(call)
+    if site is None or not isinstance(value, cst.ListComp) or value.for_in.inner_for_in is not None or value.for_in.ifs:
+        return None
+    return model.iteration_count(value.for_in.iter, site.scope, site.index)
 
 
 def _receiver_is_name(call: cst.Call, name: str) -> bool:

@@ -4,18 +4,118 @@ run it elsewhere when that node dies."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 import libcst as cst
 
 from ray_lint.diagnostics import Severity
+from ray_lint.experiment import Plan, ReproductionExperiment, Subject, Variant, script
 from ray_lint.model import SemanticModel
 from ray_lint.python_model import CallSite, iter_subtree, literal_string
-from ray_lint.ray_api import bundle_dicts, placement_group_bundles, resource_request_sites, resources_dict, value_text
+from ray_lint.ray_api import (
+    bundle_dicts,
+    placement_group_bundles,
+    resource_request_sites,
+    resources_dict,
+    value_text,
+)
 from ray_lint.rule import Context, Invalid, Rule, Valid
 
 PREFIX = "node:"
 # The head node's marker: the cluster does not outlive the head, so there is nowhere else to go.
 HEAD_MARKER = "node:__internal_head__"
+GONE_NODE = "node:198.51.100.7"  # a documentation address: the node that died, when the code computes its IP
+PENDING_S = 3  # how long A waits for the pinned work
+
+# The work pinned to a node that is gone: its `node:<ip>` resource has left the cluster with it.
+PINNED_TASK = """
+KEY = {key!r}
+if KEY in ray.cluster_resources():  # the code names a node of this cluster: stand in one that is gone
+    KEY = {gone!r}
+
+@ray.remote
+def work():
+    return ray.get_runtime_context().get_node_id()
+
+ref = work.options(resources={{KEY: 0.01}}).remote()
+ready, _ = ray.wait([ref], timeout={wait})
+if ready:
+    __ray_lint_evidence__ = {{"right": "the task ran"}}
+else:
+    ray.cancel(ref)
+    __ray_lint_evidence__ = {{"wrong": f"pinned to {{KEY}}, a node that is gone: still pending after {wait} s"}}
+"""
+# The recommended form: node affinity by id, soft, to the same gone node.
+SOFT_TASK = """
+from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+GONE = "ab" * 28  # the id of a node that is not in the cluster
+
+@ray.remote
+def work():
+    return ray.get_runtime_context().get_node_id()
+
+strategy = NodeAffinitySchedulingStrategy(node_id=GONE, soft=True)
+ref = work.options(scheduling_strategy=strategy).remote()
+ready, _ = ray.wait([ref], timeout={wait})
+if ready:
+    __ray_lint_evidence__ = {{"right": f"ran elsewhere, on node {{ray.get(ref)[:8]}}"}}
+else:
+    ray.cancel(ref)
+    __ray_lint_evidence__ = {{"wrong": "still pending after {wait} s"}}
+"""
+# A placement-group bundle pinned to the gone node, and the same bundle without the pin.
+GROUP = """
+from ray.util.placement_group import placement_group, remove_placement_group
+
+KEY = {key!r}
+if KEY in ray.cluster_resources():  # the code names a node of this cluster: stand in one that is gone
+    KEY = {gone!r}
+
+pg = placement_group([{{"CPU": 0.5, KEY: 0.01}}] if KEY else [{{"CPU": 0.5}}])
+ready, _ = ray.wait([pg.ready()], timeout={wait})
+remove_placement_group(pg)
+if ready:
+    __ray_lint_evidence__ = {{"right": "the placement group was placed"}}
+else:
+    __ray_lint_evidence__ = {{"wrong": "a bundle pinned to a node that is gone: not ready after {wait} s"}}
+"""
+
+
+@dataclass(frozen=True)
+class PinFacts:
+    """The pinning key when the code writes it out (`"node:10.0.0.1"`; None when it computes the IP), and
+    whether a placement-group bundle asks for it rather than a task or actor."""
+
+    key: str | None
+    bundle: bool = False
+
+
+class NodeIpResourcePinningExperiment(ReproductionExperiment[PinFacts]):
+    """What happens to pinned work once its node is gone, on the verify cluster: A asks for the `node:<ip>`
+    resource of a node not in the cluster (the code's own IP when it writes one) and waits a few seconds; B,
+    for a task or actor, asks for the gone node with `NodeAffinitySchedulingStrategy(..., soft=True)` and runs
+    elsewhere. For a bundle, B is the same bundle without the pin."""
+
+    facts_type = PinFacts
+
+    def model(self, subject: Subject) -> Plan:
+        facts = self.facts(subject)
+        key = facts.key or GONE_NODE
+        if facts.bundle:
+            return Plan(
+                Variant(f"bundle pinned to {key}", script(GROUP.format(key=key, gone=GONE_NODE, wait=PENDING_S))),
+                Variant("the bundle unpinned", script(GROUP.format(key="", gone=GONE_NODE, wait=PENDING_S + 2))),
+                "modelled",
+                f"a placement group whose bundle asks for {key!r}, a node that is gone (not in this cluster), and the same bundle without it",
+            )
+        return Plan(
+            Variant(f"resources={{{key!r}: 0.01}}", script(PINNED_TASK.format(key=key, gone=GONE_NODE, wait=PENDING_S))),
+            Variant("soft node affinity", script(SOFT_TASK.format(wait=PENDING_S + 2))),
+            "modelled",
+            f"a stand-in task pinned to {key!r}, a node that is gone (not in this cluster), and the same task "
+            "given NodeAffinitySchedulingStrategy(<that node's id>, soft=True)",
+        )
 
 
 def node_key(key: cst.BaseExpression) -> bool:
@@ -47,6 +147,7 @@ class NodeIpResourcePinning(Rule):
     severity = Severity.WARNING
     category = "fault-tolerance"
     tokens = ('"node:', "'node:")
+    experiment = NodeIpResourcePinningExperiment()
     docs = """
 ## What it does
 Finds a `node:<ip>` key (`"node:10.0.0.1"`, `f"node:{ip}"`, `"node:" + ip`,
@@ -161,12 +262,13 @@ design decision.
             if entry is None or id(node) in reported or self._actor_per_node(model, site, entry):
                 continue
             reported.add(id(node))
-            ctx.report(node, self._message(entry, "the task or actor"))
+            ctx.report(node, self._message(entry, "the task or actor"), facts=PinFacts(literal_string(entry.key)))
         for _, bundles in placement_group_bundles(model):
             for bundle in bundle_dicts(bundles):
                 entry = next(node_entries(bundle), None)
                 if entry is not None:
-                    ctx.report(entry, self._message(entry, "this placement-group bundle"))
+                    facts = PinFacts(literal_string(entry.key), bundle=True)
+                    ctx.report(entry, self._message(entry, "this placement-group bundle"), facts=facts)
 
     def _actor_per_node(self, model: SemanticModel, site: CallSite, entry: cst.DictElement) -> bool:
         """An actor started on each node in turn (`for host in hosts: Probe.options(resources={f"node:{host}": ...})`):

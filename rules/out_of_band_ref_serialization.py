@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Literal
+
 import libcst as cst
 
 from ray_lint.diagnostics import Severity
+from ray_lint.experiment import Plan, ReproductionExperiment, Subject, Variant, script
 from ray_lint.model import SemanticModel
 from ray_lint.python_model import AFTER_ALL, CallSite, Scope, iter_subtree, literal_string
 from ray_lint.rule import Context, Invalid, Rule, Valid
@@ -33,6 +37,119 @@ SINK_METHODS = frozenset(
 )
 ID_METHODS = ("hex", "binary")
 
+OBJECT = """
+import gc
+import pickle
+
+@ray.remote
+def compute(x):
+    return bytes([x]) * 8_000_000  # 8 MB: kept in the object store
+
+@ray.remote
+class Consumer:
+    def keep(self, refs):
+        self.refs = refs  # a ref inside an argument: Ray counts this process as a borrower
+        return True
+
+    def read(self):
+        return len(ray.get(self.refs[0], timeout=10))
+
+    def drop(self):
+        self.refs = None
+        return True
+
+def counted(key, seconds):
+    '''The driver's (the owner's) reference count of the object, polled until it is gone or `seconds` passed.'''
+    core = ray._private.worker.global_worker.core_worker
+    deadline = time.time() + seconds
+    while key.encode() in core.get_all_reference_counts() and time.time() < deadline:
+        time.sleep(0.1)
+    return core.get_all_reference_counts().get(key.encode())
+
+ref = compute.remote(1)
+ray.wait([ref])
+key = ref.hex()
+"""
+# The ref leaves Ray and comes back (by the finding's route), after the original is dropped.
+LOST = {
+    "pickle": ("blob = pickle.dumps(ref)", "pickle.loads(blob)"),
+    "hex": ("store = {'result': ref.hex()}  # stands for Redis, a queue, a database", "ray.ObjectRef(bytes.fromhex(store['result']))"),
+}
+FETCH_REBUILT = """
+{away}
+del ref
+gc.collect()
+held = counted(key, 2)
+rebuilt = {back}
+try:
+    size = len(ray.get(rebuilt, timeout=3))
+    __ray_lint_evidence__ = {{"right": f"the rebuilt ref still read {{size}} bytes"}}
+except ray.exceptions.GetTimeoutError:
+    owner = "had stopped counting the object" if held is None else f"still counted it ({{held}})"
+    __ray_lint_evidence__ = {{
+        "wrong": f"`ray.get` on the ref rebuilt from `{back}` was still pending after 3 s; "
+        f"once the original ref was dropped the driver, its owner, {{owner}}"
+    }}
+"""
+PINNED = """
+blob = ray.cloudpickle.dumps(ref)
+del ref
+gc.collect()
+held = counted(key, 2)
+if held:
+    __ray_lint_evidence__ = {"wrong": f"2 s after `del ref` the driver still counts a reference to the 8 MB object ({held}): pinned until this process exits"}
+else:
+    __ray_lint_evidence__ = {"right": "the driver counts no reference to the object once the ref is dropped"}
+"""
+THROUGH_RAY = """
+consumer = Consumer.remote()
+ray.get(consumer.keep.remote([ref]), timeout=30)
+del ref
+gc.collect()
+time.sleep(0.5)
+size = ray.get(consumer.read.remote(), timeout=30)
+ray.get(consumer.drop.remote(), timeout=30)
+held = counted(key, 5)
+if held:
+    __ray_lint_evidence__ = {"wrong": f"the driver still counts a reference after the consumer dropped the ref ({held})"}
+else:
+    __ray_lint_evidence__ = {
+        "right": f"an actor given the ref in a list read its {size} bytes after the driver dropped its own; "
+        "once the actor dropped it too, no reference was left"
+    }
+"""
+
+
+@dataclass(frozen=True)
+class OutOfBand:
+    """How the ref leaves Ray: pickled by plain pickle (or cloudpickle, dill), as its hex or bytes
+    (or rebuilt from them), or by `ray.cloudpickle`, which pins its object."""
+
+    route: Literal["pickle", "hex", "pinned"]
+
+
+class OutOfBandExperiment(ReproductionExperiment[OutOfBand]):
+    """An 8 MB object whose ref leaves Ray by the finding's route (pickle, hex, `ray.cloudpickle`)
+    while the original is dropped: the rebuilt ref's `ray.get` still pending, or the object still
+    counted by its owner; against the ref handed to an actor in a list, which Ray tracks."""
+
+    facts_type = OutOfBand
+
+    def model(self, subject: Subject) -> Plan:
+        route = self.facts(subject).route
+        if route == "pinned":
+            flagged, shape = PINNED, "`ray.cloudpickle.dumps(ref)` of an 8 MB object's ref, then `del ref`"
+        else:
+            away, back = LOST[route]
+            flagged = FETCH_REBUILT.format(away=away, back=back)
+            shape = f"an 8 MB object's ref sent out of band (`{away.split('  #')[0]}`), dropped, and rebuilt"
+        return Plan(
+            Variant("out of band", script(OBJECT + flagged)),
+            Variant("through Ray", script(OBJECT + THROUGH_RAY)),
+            "modelled",
+            f"{shape}; and the ref handed to an actor in a list",
+        )
+
 
 class OutOfBandRefSerialization(Rule):
     code = "RAY035"
@@ -42,6 +159,7 @@ class OutOfBandRefSerialization(Rule):
     category = "correctness"
     tokens = ("pickle", "dill", "ObjectRef(", ".hex()", ".binary()")  # the import of a pickler names it
     also_tokens = (".remote(", "put(", "ObjectRef")
+    experiment = OutOfBandExperiment()
     docs = """
 ## What it does
 Finds an ObjectRef that leaves Ray's reference counting:
@@ -169,6 +287,7 @@ There is no automatic fix: replacing an external channel with a Ray call changes
         ctx.report(
             site.node,
             f"`{ctx.snippet(site.node.func, 24)}` serializes an ObjectRef outside Ray{outcome}",
+            facts=OutOfBand("pinned" if pins else "pickle"),
         )
 
     def _check_id(self, ctx: Context, site: CallSite, method: str) -> None:
@@ -186,6 +305,7 @@ There is no automatic fix: replacing an external channel with a Ray call changes
         ctx.report(
             site.node,
             f"The ref's `.{method}()` goes to `{ctx.snippet(sink.func, 28)}(...)`, which does not keep its object alive",
+            facts=OutOfBand("hex"),
         )
 
     def _check_rebuild(self, ctx: Context, site: CallSite) -> None:
@@ -196,6 +316,7 @@ There is no automatic fix: replacing an external channel with a Ray call changes
         ctx.report(
             site.node,
             "`ray.ObjectRef(...)` rebuilds a ref from its ID, with no owner to keep the object alive",
+            facts=OutOfBand("hex"),
         )
 
 

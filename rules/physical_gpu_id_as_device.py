@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from ray_lint.diagnostics import Applicability, Severity
+from ray_lint.experiment import Plan, ReproductionExperiment, Subject, Variant, script
 from ray_lint.model import SemanticModel
 from ray_lint.python_model import Binding, CallSite, Scope, literal_number, literal_string
 from ray_lint.rule import Context, FixPlan, Invalid, Rule, Valid
@@ -39,6 +40,50 @@ class _Finding:
     replacement: str | None  # the text for `node` under the fix
     scope: Scope
 
+DEVICE_MODEL = """
+@ray.remote(num_gpus=1)
+def device():
+    time.sleep(0.5)  # hold the GPU, so that the two tasks run at once on different GPUs
+    gpu = int(ray.get_gpu_ids()[0])
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES", "")
+    return gpu, visible, {index}
+
+wrong = []
+for gpu, visible, index in ray.get([device.remote() for _ in range(2)], timeout=60):
+    count = len(visible.split(",")) if visible else 0
+    if index >= count:
+        wrong.append(
+            f"the task given GPU {{gpu}} sees CUDA_VISIBLE_DEVICES={{visible!r}} ({{count}} device, cuda:0) "
+            f"yet asks for cuda:{{index}}, which CUDA rejects (invalid device ordinal)"
+        )
+if wrong:
+    __ray_lint_evidence__ = {{"wrong": wrong[0]}}
+else:
+    __ray_lint_evidence__ = {{"right": "each task's device index is among its visible devices"}}
+"""
+
+
+class PhysicalGpuIdExperiment(ReproductionExperiment[None]):
+    """Runs two `num_gpus=1` tasks at once, so that one gets GPU 1, and compares the device index each
+    would use with the `CUDA_VISIBLE_DEVICES` Ray set for it: the physical id, or 0 (the fix). Logical
+    GPUs are enough, since no CUDA call is made. Always a model: the user's code needs CUDA."""
+
+    facts_type = type(None)
+
+    def plan(self, subject: Subject) -> Plan | str:
+        return self.model(subject)
+
+    def model(self, subject: Subject) -> Plan | str:
+        if subject.cluster_gpus < 2:
+            what = "no GPUs" if subject.cluster_gpus < 1 else "one GPU, whose id 0 is also its device index"
+            return f"the cluster has {what}: it takes 2 GPUs, real or logical, to show the wrong index (--address)"
+        return Plan(
+            Variant("physical id", script(DEVICE_MODEL.format(index="gpu"))),
+            Variant("cuda:0", script(DEVICE_MODEL.format(index="0"))),
+            "modelled",
+            "two num_gpus=1 tasks at once, each building its CUDA device index",
+        )
+
 
 class PhysicalGpuIdAsDevice(Rule):
     code = "RAY082"
@@ -47,6 +92,7 @@ class PhysicalGpuIdAsDevice(Rule):
     severity = Severity.WARNING
     category = "correctness"
     fixable = True
+    experiment = PhysicalGpuIdExperiment()
     tokens = ("get_gpu_ids", "get_accelerator_ids")
     docs = """
 ## What it does

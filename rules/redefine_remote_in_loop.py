@@ -9,6 +9,7 @@ import libcst as cst
 
 from ray_lint.analyses.loops import enclosing_iterations, exits_in_first_iteration
 from ray_lint.diagnostics import Applicability, Severity
+from ray_lint.experiment import Experiment, Plan, Subject, Variant, script, timed
 from ray_lint.model import SemanticModel
 from ray_lint.python_model import (
     COMPREHENSIONS,
@@ -273,6 +274,31 @@ def _repeated_call(model: SemanticModel, info: FunctionInfo) -> CallSite | None:
     return None
 
 
+class RedefineRemoteInLoopExperiment(Experiment[None]):
+    """100 tasks, each from a remote function made again in its loop iteration, against the same 100 tasks
+    of one remote function made before the loop (the fix). It needs nothing of the finding."""
+
+    facts_type = type(None)
+    DEFINITIONS = 100
+
+    def plan(self, subject: Subject) -> Plan:
+        work = "def work(x):\n    return x + 1\n\n"
+        again = f"refs = []\nfor i in range({self.DEFINITIONS}):\n    task = ray.remote(work)\n    refs.append(task.remote(i))\nreturn ray.get(refs)"
+        once = f"task = ray.remote(work)\nrefs = []\nfor i in range({self.DEFINITIONS}):\n    refs.append(task.remote(i))\nreturn ray.get(refs)"
+        return Plan(
+            Variant("ray.remote in the loop", script(work + timed(again))),
+            Variant("ray.remote once", script(work + timed(once))),
+            "modelled",
+            f"{self.DEFINITIONS} iterations, each submitting one task of a small function",
+        )
+
+    # By wall time alone: both variants run the same tasks, so Ray's timeline shows no more running at once in
+    # B; what B saves is the export of a new function (pickled, sent to the GCS, imported by a worker) per
+    # iteration.
+    more_parallelism = False
+
+
+
 class RedefineRemoteInLoop(Rule):
     code = "RAY021"
     name = "redefine-remote-in-loop"
@@ -282,6 +308,7 @@ class RedefineRemoteInLoop(Rule):
     fixable = True
     tokens = REMOTE_MADE
     also_tokens = ("for ", "while ")
+    experiment = RedefineRemoteInLoopExperiment()
     docs = """
 ## What it does
 Finds `ray.remote` applied repeatedly to the same code:

@@ -3,11 +3,14 @@ custom resource, or one Ray refuses there, instead of using the keyword option."
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import libcst as cst
 
 from ray_lint.diagnostics import Applicability, Severity
+from ray_lint.experiment import Plan, ReproductionExperiment, Subject, Variant, script
 from ray_lint.model import SemanticModel
-from ray_lint.python_model import CallSite
+from ray_lint.python_model import CallSite, literal_number
 from ray_lint.ray_api import (
     BUNDLE_KEY_OF,
     KEYWORD_OF,
@@ -21,6 +24,110 @@ from ray_lint.ray_api import (
     resources_dict,
 )
 from ray_lint.rule import Context, FixPlan, Invalid, Rule, Valid
+
+PENDING_S = 3  # how long A waits for work that asks for a resource no node has
+
+# A stand-in task given `options`, submitted; it runs, or stays pending for lack of `KEYS`.
+TASK = """
+KEYS = {keys!r}
+
+def work():
+    return ray.get_gpu_ids()
+
+work = ray.remote({options})(work)
+ref = work.remote()
+ready, _ = ray.wait([ref], timeout={wait})
+if ready:
+    __ray_lint_evidence__ = {{"right": f"the task ran, with ray.get_gpu_ids()={{ray.get(ref)}}"}}
+else:
+    ray.cancel(ref)
+    missing = [key for key in KEYS if key not in ray.cluster_resources()]
+    if missing:
+        __ray_lint_evidence__ = {{"wrong": f"still pending after {wait} s: no node has {{missing}}"}}
+    else:
+        __ray_lint_evidence__ = {{"right": "accepted; the task waits for more than this cluster has"}}
+"""
+# A placement group of one bundle; it is placed, or never ready for lack of `KEYS`.
+GROUP = """
+from ray.util.placement_group import placement_group, remove_placement_group
+
+KEYS = {keys!r}
+
+pg = placement_group([{bundle}])
+ready, _ = ray.wait([pg.ready()], timeout={wait})
+remove_placement_group(pg)
+if ready:
+    __ray_lint_evidence__ = {{"right": "the placement group was placed"}}
+else:
+    missing = [key for key in KEYS if key not in ray.cluster_resources()]
+    if missing:
+        __ray_lint_evidence__ = {{"wrong": f"not ready after {wait} s: no node has {{missing}}"}}
+    else:
+        __ray_lint_evidence__ = {{"right": "accepted; the group waits for more than this cluster has"}}
+"""
+
+
+@dataclass(frozen=True)
+class TypoFacts:
+    """The misnamed entries, replayable: each key and its quantity (as written when a literal number, else 1),
+    and where they are: "remote", "options", "data" (a task's or actor's `resources=`) or "bundle"."""
+
+    entries: tuple[tuple[str, str], ...]
+    where: str
+
+
+class ResourceNameTypoExperiment(ReproductionExperiment[TypoFacts]):
+    """The misnamed entries on a stand-in task (or in a placement-group bundle): A asks for them in `resources=`
+    and waits a few seconds (a `"memory"` key is refused at submission instead); B gives them as `num_cpus=` /
+    `num_gpus=` / `memory=` (or `"CPU"` / `"GPU"`), CPUs and GPUs at most what the verify cluster has, and
+    runs. The user's script runs instead for a `"memory"` key alone, when it has an entry point and this is
+    its only finding: a custom-resource typo hangs the script, which the verifier could only time out."""
+
+    facts_type = TypoFacts
+    expected = r"must not contain the key 'memory'"
+
+    def plan(self, subject: Subject) -> Plan | str:
+        facts = self.facts(subject)
+        if facts.where == "bundle" or any(key != "memory" for key, _ in facts.entries):
+            return self.model(subject)
+        return super().plan(subject)
+
+    def model(self, subject: Subject) -> Plan:
+        facts = self.facts(subject)
+        keys = [key for key, _ in facts.entries]
+        cpus, gpus = subject.cluster_cpus, subject.cluster_gpus
+        caps = {"num_cpus": cpus, "num_gpus": gpus, "CPU": cpus, "GPU": gpus, "memory": float("inf")}
+        if facts.where == "bundle":
+            flagged = "{" + ", ".join(f"{key!r}: {quantity}" for key, quantity in facts.entries) + "}"
+            renamed = _renamed(facts.entries, BUNDLE_KEY_OF, caps)
+            fixed = "{" + ", ".join(f"{key!r}: {quantity}" for key, quantity in renamed.items()) + "}"
+            return Plan(
+                Variant(flagged, script(GROUP.format(keys=keys, bundle=flagged, wait=PENDING_S))),
+                Variant(fixed, script(GROUP.format(keys=list(renamed), bundle=fixed, wait=PENDING_S + 2))),
+                "modelled",
+                f"a placement group of one bundle {flagged}, and of {fixed} (CPUs and GPUs at most what this cluster has)",
+            )
+        flagged = "resources={" + ", ".join(f"{key!r}: {quantity}" for key, quantity in facts.entries) + "}"
+        moved = _renamed(facts.entries, KEYWORD_OF, caps)
+        fixed = ", ".join(f"{keyword}={quantity}" for keyword, quantity in moved.items())
+        data = " (Ray Data makes its tasks with `ray.remote(**ray_remote_args)`)" if facts.where == "data" else ""
+        return Plan(
+            Variant(flagged, script(TASK.format(keys=keys, options=flagged, wait=PENDING_S))),
+            Variant(fixed, script(TASK.format(keys=list(moved), options=fixed, wait=PENDING_S + 2))),
+            "modelled",
+            f"a stand-in task given {flagged}{data}, and the same with {fixed} (CPUs and GPUs at most what this cluster has)",
+        )
+
+
+def _renamed(entries: tuple[tuple[str, str], ...], name_of: dict[str, str], caps: dict[str, float]) -> dict[str, str]:
+    """Each entry under the name it should have had, its quantity at most what the verify cluster has (the
+    first entry wins where two mean the same)."""
+    renamed: dict[str, str] = {}
+    for key, quantity in entries:
+        number = float(min(float(quantity), caps[name_of[key]]))
+        renamed.setdefault(name_of[key], str(int(number)) if number.is_integer() else f"{number:g}")
+    return renamed
+
 
 
 def declared_resources(model: SemanticModel) -> set[str] | None:
@@ -48,6 +155,7 @@ class ResourceNameTypo(Rule):
     fixable = True
     tokens = tuple(f"{quote}{key}{quote}:" for key in KEYWORD_OF for quote in ("'", '"'))  # a dict key
     also_tokens = ("resources", "placement_group")
+    experiment = ResourceNameTypoExperiment()
     docs = """
 ## What it does
 Finds a `resources=` dict with a literal key `"num_cpus"`, `"num_gpus"`, `"cpu"`, `"gpu"` or
@@ -200,14 +308,15 @@ name bound elsewhere.
                 continue
             reported.add(id(node))
             fix = self._fix(ctx, site, arg, dictionary, typos) if direct else None
-            ctx.report(node, self._message([key for key, _ in typos], where), fix)
+            ctx.report(node, self._message([key for key, _ in typos], where), fix, facts=TypoFacts(_entries(typos), where))
         bundles = [bundle for _, value in placement_group_bundles(model) for bundle in bundle_dicts(value)]
         for bundle in bundles:
             typos = [
                 (key, element) for key, element in dict_entries(bundle) if key in BUNDLE_KEY_OF and _undeclared(key, declared)
             ]
             if typos:
-                ctx.report(typos[0][1], self._bundle_message([key for key, _ in typos]), self._bundle_fix(bundle, typos))
+                facts = TypoFacts(_entries(typos), "bundle")
+                ctx.report(typos[0][1], self._bundle_message([key for key, _ in typos]), self._bundle_fix(bundle, typos), facts=facts)
 
     def _message(self, keys: list[str], where: str) -> str:
         custom = [key for key in keys if key != "memory"]
@@ -247,6 +356,15 @@ name bound elsewhere.
                 return None
             replacements.append((string, f"{string.prefix}{string.quote}{BUNDLE_KEY_OF[key]}{string.quote}"))
         return FixPlan(f"Rename to {', '.join(repr(name) for name in renamed)}", tuple(replacements), Applicability.UNSAFE)
+
+
+def _entries(typos: list[tuple[str, cst.DictElement]]) -> tuple[tuple[str, str], ...]:
+    """(key, quantity) of each entry: the quantity when it is a positive literal number, else 1."""
+    found = []
+    for key, element in typos:
+        number = literal_number(element.value) or 0.0
+        found.append((key, (str(int(number)) if number.is_integer() else repr(number)) if number > 0 else "1"))
+    return tuple(found)
 
 
 def _undeclared(key: str, declared: set[str] | None) -> bool:

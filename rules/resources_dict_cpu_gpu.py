@@ -3,13 +3,99 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 import libcst as cst
 
 from ray_lint.diagnostics import Applicability, Severity
-from ray_lint.python_model import literal_string
-from ray_lint.ray_api import RESERVED_RESOURCES, entries_moved_to_keywords, keyword_arg, resource_option_calls, resources_dict
+from ray_lint.experiment import Plan, ReproductionExperiment, Subject, Variant, script
+from ray_lint.python_model import literal_number, literal_string
+from ray_lint.ray_api import (
+    RESERVED_RESOURCES,
+    dict_entries,
+    entries_moved_to_keywords,
+    keyword_arg,
+    resource_option_calls,
+    resources_dict,
+    value_text,
+)
 from ray_lint.rule import Context, FixPlan, Invalid, Rule, Valid
+
+# The stand-in task: the GPUs Ray gives it show that `num_gpus` reached the scheduler.
+TASK = """
+def work():
+    return ray.get_gpu_ids()
+"""
+# B's ending: the task ran, or Ray accepted it and it waits for more than the verify cluster has.
+RUN = """
+ref = work.remote()
+ready, _ = ray.wait([ref], timeout=5)
+if ready:
+    __ray_lint_evidence__ = {"right": f"the task ran, with ray.get_gpu_ids()={ray.get(ref)}"}
+else:
+    ray.cancel(ref)
+    __ray_lint_evidence__ = {"right": "accepted; the task waits for more than this cluster has"}
+"""
+
+
+@dataclass(frozen=True)
+class ResourcesFacts:
+    """The flagged `resources=` dict, replayable: each entry's key and quantity (a literal as written, else 1),
+    and where Ray reads it ("remote", "options", "data" or "init"; `connects` when `ray.init` has an address)."""
+
+    entries: tuple[tuple[str, str], ...]
+    where: str
+    connects: bool = False
+
+
+class ResourcesDictCpuGpuExperiment(ReproductionExperiment[ResourcesFacts]):
+    """The flagged `resources=` dict on a stand-in task (at decoration, or at `.options(...)`), or in the
+    parameters `ray.init` checks before it starts a node; B moves `CPU` / `GPU` to `num_cpus` / `num_gpus` and runs
+    the task. The user's script runs instead when it has an entry point and this is the file's only such dict."""
+
+    facts_type = ResourcesFacts
+    expected = (
+        r"Use the 'num_cpus' and 'num_gpus' keyword instead of 'CPU' and 'GPU' in 'resources' keyword"
+        r"|cannot be a custom resource because it is one of the default resources"
+    )
+
+    def plan(self, subject: Subject) -> Plan | str:
+        facts = self.facts(subject)
+        if facts.where == "init":
+            return self.model(subject)  # the probe's `ray.init` is the verifier's; Ray stops at the first refused dict
+        return super().plan(subject)
+
+    def model(self, subject: Subject) -> Plan | str:
+        facts = self.facts(subject)
+        if facts.connects:
+            return "`ray.init(address=...)` here: connecting refuses `resources=` altogether, which the verifier cannot replay on its own cluster"
+        flagged = "resources={" + ", ".join(f"{key!r}: {quantity}" for key, quantity in facts.entries) + "}"
+        moved = [f"{RESERVED_RESOURCES[key]}={quantity}" for key, quantity in facts.entries if key in RESERVED_RESOURCES]
+        kept = [f"{key!r}: {quantity}" for key, quantity in facts.entries if key not in RESERVED_RESOURCES]
+        fixed = ", ".join(moved + (["resources={" + ", ".join(kept) + "}"] if kept else []))
+        if facts.where == "init":
+            check = "from ray._private.parameter import RayParams\n\nRayParams({options})\n"
+            return Plan(
+                Variant(flagged, script(check.format(options=flagged))),
+                Variant(fixed, script(check.format(options=fixed) + "__ray_lint_evidence__ = {'right': 'accepted'}\n")),
+                "modelled",
+                "the parameters `ray.init` checks before it starts a local node (RayParams), with the dict as written and moved to keywords",
+            )
+        if facts.where == "options":
+            a, b = f"work = ray.remote(work).options({flagged})", f"work = ray.remote(work).options({fixed})"
+        else:
+            a, b = f"work = ray.remote({flagged})(work)", f"work = ray.remote({fixed})(work)"
+        how = {
+            "options": "at `.options(...)`",
+            "data": "by `ray.remote` (Ray Data makes its tasks with `ray.remote(**ray_remote_args)`)",
+        }.get(facts.where, "by `ray.remote`")
+        return Plan(
+            Variant(flagged, script(TASK + a + "\n")),
+            Variant(fixed, script(TASK + b + "\n" + RUN)),
+            "modelled",
+            f"a stand-in task given {flagged} {how}, and the same with {fixed}",
+        )
+
 
 
 class ResourcesDictCpuGpu(Rule):
@@ -21,6 +107,7 @@ class ResourcesDictCpuGpu(Rule):
     fixable = True
     tokens = ("resources",)
     also_tokens = ('"CPU"', "'CPU'", '"GPU"', "'GPU'")  # only literal keys are reported
+    experiment = ResourcesDictCpuGpuExperiment()
     docs = """
 ## What it does
 Finds a `resources=` dict with a literal `"CPU"` or `"GPU"` key (directly, or through a name
@@ -169,8 +256,9 @@ bound elsewhere.
             keys = list(_reserved_keys(dictionary))
             if not keys:
                 continue
-            fixable = direct and not (where == "init" and keyword_arg(site.node, "address") is not None)
-            ctx.report(site.node, self._message(keys, where), self._fix(ctx, site.node, arg, dictionary) if fixable else None)
+            connects = where == "init" and keyword_arg(site.node, "address") is not None
+            fix = self._fix(ctx, site.node, arg, dictionary) if direct and not connects else None
+            ctx.report(site.node, self._message(keys, where), fix, facts=ResourcesFacts(_entries(dictionary), where, connects))
 
     def _message(self, keys: list[str], where: str) -> str:
         named = " and ".join(f'`"{key}"`' for key in keys)
@@ -184,6 +272,14 @@ bound elsewhere.
         if moved is None:
             return None
         return FixPlan("Move `CPU` / `GPU` to `num_cpus` / `num_gpus`", ((call, ctx.code_for(moved)),), Applicability.SAFE)
+
+
+def _entries(dictionary: cst.Dict) -> tuple[tuple[str, str], ...]:
+    """(key, quantity) of each entry, the quantity as written when it is a literal number, else 1."""
+    return tuple(
+        (key, value_text(element.value) if literal_number(element.value) is not None else "1")
+        for key, element in dict_entries(dictionary)
+    )
 
 
 def _reserved_keys(dictionary: cst.Dict) -> Iterator[str]:

@@ -8,6 +8,7 @@ from typing import TypeGuard
 import libcst as cst
 
 from ray_lint.diagnostics import Severity
+from ray_lint.experiment import Plan, ReproductionExperiment, Subject, Variant, script
 from ray_lint.model import SemanticModel
 from ray_lint.python_model import FunctionInfo, iter_subtree
 from ray_lint.rule import Context, Invalid, Rule, Valid
@@ -71,6 +72,45 @@ def _appended_children(model: SemanticModel, info: FunctionInfo, name: str) -> l
     return found
 
 
+class ChildRefExperiment(ReproductionExperiment[None]):
+    """A task that returns its child's ref, then its worker exits (standing for a crash, an OOM kill or
+    a lost node) after the child has finished: the caller's `ray.get` of the ref fails with Ray's
+    `OwnerDiedError`; the same task returning the child's value keeps it. The child's result is 1 MB,
+    so that it lives in the object store (a small one may already be cached by the caller)."""
+
+    facts_type = type(None)
+    expected = r"OwnerDiedError"
+    EXIT_AFTER_S = 0.2
+    SETTLE_S = 1.5  # Ray learns of the owner's death and frees its objects within about a second
+    RESULT_BYTES = 1_000_000
+
+    def model(self, subject: Subject) -> Plan:
+        tasks = (
+            "import threading\n\n"
+            f"@ray.remote\ndef child():\n    return bytes({self.RESULT_BYTES})\n\n"
+            "def exit_soon():\n"
+            f"    threading.Timer({self.EXIT_AFTER_S}, os._exit, args=(1,)).start()  # the worker dies after it returned\n\n"
+        )
+        returns_ref = (
+            tasks + "@ray.remote\ndef parent():\n    exit_soon()\n    return child.remote()\n\n"
+            "ref = ray.get(parent.remote())\n"
+            "ray.wait([ref], timeout=10, fetch_local=False)  # the child has finished\n"
+            f"time.sleep({self.SETTLE_S})\n"
+            "value = ray.get(ref, timeout=20)\n"
+        )
+        returns_value = (
+            tasks + "@ray.remote\ndef parent():\n    exit_soon()\n    return ray.get(child.remote())\n\n"
+            "value = ray.get(parent.remote())\n"
+            f"time.sleep({self.SETTLE_S})\n"
+            "__ray_lint_evidence__ = {'right': f'the caller still holds the result, {len(value):,} bytes'}\n"
+        )
+        return Plan(
+            Variant("returns the child's ref", script(returns_ref)),
+            Variant("returns the child's value", script(returns_value)),
+            "modelled",
+            f"a task returns a child task's 1 MB result by ref (or by value), then its worker exits {self.EXIT_AFTER_S:g} s later",
+        )
+
 class ReturnChildTaskRef(Rule):
     code = "RAY034"
     name = "return-child-task-ref"
@@ -78,6 +118,7 @@ class ReturnChildTaskRef(Rule):
     severity = Severity.WARNING
     category = "fault-tolerance"
     tokens = (".remote(",)
+    experiment = ChildRefExperiment()
     docs = """
 ## What it does
 Finds a remote function that submits a child task (or an actor call) and returns the child's

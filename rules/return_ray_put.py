@@ -8,6 +8,7 @@ from typing import Literal, TypeGuard
 import libcst as cst
 
 from ray_lint.diagnostics import Applicability, Severity
+from ray_lint.experiment import Experiment, Plan, Subject, Variant, script, timed
 from ray_lint.model import SemanticModel
 from ray_lint.python_model import Binding, FunctionInfo, iter_subtree
 from ray_lint.rule import REMOTE_MADE, Context, FixPlan, Invalid, Rule, Valid
@@ -55,6 +56,31 @@ def _mentions_object_ref(model: SemanticModel, annotation: cst.Annotation | None
     return annotation is not None and "ObjectRef" in model.module.code_for_node(annotation.annotation)
 
 
+class ReturnRayPutExperiment(Experiment[None]):
+    """500 small tasks that return `ray.put(value)`, whose refs the driver then gets a second time,
+    against the same tasks returning the value (the fix). It needs nothing of the finding."""
+
+    facts_type = type(None)
+    TASKS = 500
+
+    def plan(self, subject: Subject) -> Plan:
+        put = "@ray.remote\ndef square(i):\n    return ray.put(i * i)\n\n"
+        value = "@ray.remote\ndef square(i):\n    return i * i\n\n"
+        calls = f"[square.remote(i) for i in range({self.TASKS})]"
+        return Plan(
+            Variant("return ray.put(value)", script(put + timed(f"return ray.get(ray.get({calls}))"))),
+            Variant("return value", script(value + timed(f"return ray.get({calls})"))),
+            "modelled",
+            f"{self.TASKS} tasks returning a small value",
+        )
+
+    # By wall time alone: both variants run the same tasks, so Ray's timeline shows no more running at once in
+    # B; what B saves is a `ray.put` per task, a second `ray.get` per result, and values that are no longer
+    # inlined in the task's reply.
+    more_parallelism = False
+
+
+
 class ReturnRayPut(Rule):
     code = "RAY033"
     name = "return-ray-put"
@@ -64,6 +90,7 @@ class ReturnRayPut(Rule):
     fixable = True
     tokens = ("put(",)
     also_tokens = REMOTE_MADE
+    experiment = ReturnRayPutExperiment()
     docs = """
 ## What it does
 Finds a remote function or actor method that stores its result with `ray.put(...)` and returns

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import libcst as cst
 
 from ray_lint.analyses.loops import enclosing_iterations, exits_in_first_iteration, sleeps_in
 from ray_lint.diagnostics import Severity
+from ray_lint.experiment import Experiment, Plan, Run, Subject, Variant, Verdict, script, timed
 from ray_lint.model import RemoteDef, SemanticModel
 from ray_lint.python_model import (
     COMPREHENSIONS,
@@ -83,6 +86,65 @@ def _gpus(remote: RemoteDef) -> float | None:
     return literal_number(remote.options.values.get("num_gpus"))
 
 
+@dataclass(frozen=True)
+class GpuTaskFacts:
+    """What the experiment needs of the flagged task."""
+
+    num_gpus: float  # what its definition requests
+
+
+# Each variant returns (value, worker pid) per call; the values are compared, the pids counted.
+_PROCESSES = """
+__ray_lint_evidence__ = {"processes": len({pid for _, pid in __ray_lint_result__})}
+__ray_lint_result__ = [value for value, _ in __ray_lint_result__]
+"""
+
+
+class ShortGpuTasksExperiment(Experiment[GpuTaskFacts]):
+    """A few trivial tasks with the flagged `num_gpus` (so `max_calls=1`: a new worker process each)
+    against the same calls on GPU actors started beforehand, the fix the docs recommend. Logical GPUs are
+    enough: the cost is the worker start-up, which a real GPU only makes larger (CUDA, the model)."""
+
+    facts_type = GpuTaskFacts
+    more_parallelism = False  # the fix saves overhead: fewer tasks or processes, not more at once
+    TASKS = 4
+
+    def plan(self, subject: Subject) -> Plan | str:
+        gpus = self.facts(subject).num_gpus
+        if subject.cluster_gpus < 1:
+            return "the cluster has no GPUs, real or logical: run on one that has (--address)"
+        if gpus > subject.cluster_gpus:
+            return f"the task requests {gpus:g} GPUs and the cluster has {subject.cluster_gpus:g}"
+        # An actor that requests GPUs also holds a CPU while it lives (Ray's default once any resource is given).
+        actors = max(1, min(self.TASKS, int(subject.cluster_gpus // gpus), int(subject.cluster_cpus)))
+        task = f"@ray.remote(num_gpus={gpus:g})\ndef infer(i):\n    return i, os.getpid()\n\n"
+        actor = (
+            f"@ray.remote(num_gpus={gpus:g})\nclass Model:\n    def infer(self, i):\n        return i, os.getpid()\n\n"
+            f"models = [Model.remote() for _ in range({actors})]\n"
+            "ray.get([m.infer.remote(-1) for m in models])  # the actors up before the clock starts\n"
+        )
+        calls = f"range({self.TASKS})"
+        return Plan(
+            Variant("a GPU task per call", script(task + timed(f"return ray.get([infer.remote(i) for i in {calls}], timeout=30)") + _PROCESSES)),
+            Variant(
+                f"{actors} GPU actor{'s' if actors > 1 else ''}",
+                script(actor + timed(f"return ray.get([models[i % len(models)].infer.remote(i) for i in {calls}], timeout=30)") + _PROCESSES),
+            ),
+            "modelled",
+            f"{self.TASKS} trivial calls with num_gpus={gpus:g}",
+        )
+
+    def judge_runs(self, verdict: Verdict, subject: Subject, plan: Plan, a: list[Run], b: list[Run]) -> Verdict:
+        """By wall time, with the worker processes each variant used: the actors run the same calls, not
+        more at once, so Ray's timeline has no extra parallelism to show in B."""
+        verdict = super().judge_runs(verdict, subject, plan, a, b)
+        used = [runs[0].evidence.get("processes") if isinstance(runs[0].evidence, dict) else None for runs in (a, b)]
+        if None not in used:
+            verdict.summary += f"; {used[0]} vs {used[1]} worker processes for the {self.TASKS} calls"
+        return verdict
+
+
+
 class ShortGpuTasks(Rule):
     code = "RAY022"
     name = "short-gpu-tasks"
@@ -91,6 +153,7 @@ class ShortGpuTasks(Rule):
     category = "perf"
     tokens = ("num_gpus",)
     also_tokens = (".remote(",)
+    experiment = ShortGpuTasksExperiment()
     options = (
         Option(
             "min-iterations",
@@ -294,4 +357,5 @@ changes the structure of the code.
         ctx.report(
             site.node,
             f"Short GPU task `{remote.name}` (`num_gpus={gpus:g}`) starts a new worker process for {each}",
+            facts=GpuTaskFacts(gpus),
         )

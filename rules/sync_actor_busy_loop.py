@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 
 import libcst as cst
 
 from ray_lint.diagnostics import Severity
+from ray_lint.experiment import Plan, ReproductionExperiment, Subject, Variant, script
 from ray_lint.model import RemoteDef, SemanticModel
 from ray_lint.python_model import (
     AFTER_ALL,
@@ -71,6 +73,67 @@ def _flags_of(test: cst.BaseExpression, this: str) -> list[tuple[str, bool]] | N
     return None
 
 
+@dataclass(frozen=True)
+class BusyLoopFacts:
+    """What the experiment needs of the flagged loop: the names the message gives."""
+
+    method: str  # the method that loops
+    other: str  # a method that cannot run meanwhile: the flag's setter, or another public method
+    flag: str | None  # the attribute the loop waits on (`while self.running:`), None for `while True:`
+
+
+class BusyLoopExperiment(ReproductionExperiment[BusyLoopFacts]):
+    """A synchronous actor whose method loops as the flagged one does, then a call of the other
+    method, waited for with a timeout; against the same class as a threaded actor
+    (`max_concurrency=2`), where the call runs beside the loop."""
+
+    facts_type = BusyLoopFacts
+    TIMEOUT_S = 2.0
+
+    def model(self, subject: Subject) -> Plan:
+        facts = self.facts(subject)
+        method, other, flag = facts.method, facts.other, facts.flag
+        test = f"self.{flag}" if flag is not None else "True"
+        begin = f"        self.{flag} = True\n" if flag is not None else ""
+        act = f"        self.{flag} = False\n" if flag is not None else ""
+        actor = (
+            "@ray.remote{options}\nclass Looper:\n    def __init__(self):\n"
+            f"        self.ray_lint_turns = 0\n{begin}\n"
+            f"    def {method}(self):\n        while {test}:\n            self.ray_lint_turns += 1\n            time.sleep(0.01)\n"
+            "        return self.ray_lint_turns\n\n"
+            f"    def {other}(self):\n{act}        return self.ray_lint_turns\n\n"
+        )
+        after = (
+            f"    ray.get(loop, timeout={self.TIMEOUT_S})\n"
+            f"    __ray_lint_evidence__ = {{'right': '`{other}` ran after ' + waited + ' and `{method}` returned'}}\n"
+            if flag is not None
+            else f"    __ray_lint_evidence__ = {{'right': '`{other}` ran after ' + waited + ' while `{method}` kept looping'}}\n"
+        )
+        calls = (
+            "looper = Looper.remote()\n"
+            f"loop = looper.{method}.remote()\n"
+            "time.sleep(0.3)  # the loop is running\n"
+            "start = time.perf_counter()\n"
+            "try:\n"
+            f"    ray.get(looper.{other}.remote(), timeout={self.TIMEOUT_S})\n"
+            "except ray.exceptions.GetTimeoutError:\n"
+            "    __ray_lint_evidence__ = {\n"
+            f"        'wrong': '`{other}` still pending after {self.TIMEOUT_S:g} s: the actor never left `{method}`'\n"
+            "    }\n"
+            "else:\n"
+            "    waited = f'{time.perf_counter() - start:.2f} s'\n"
+            f"{after}"
+            "ray.kill(looper)\n"
+        )
+        loops = f"until `{other}` changes `self.{flag}`" if flag is not None else "forever"
+        return Plan(
+            Variant("sync actor", script(actor.replace("{options}", "") + calls)),
+            Variant("threaded actor", script(actor.replace("{options}", "(max_concurrency=2)") + calls)),
+            "modelled",
+            f"an actor whose `{method}` loops {loops}, then a call of `{other}` waited for {self.TIMEOUT_S:g} s",
+        )
+
+
 class SyncActorBusyLoop(Rule):
     code = "RAY008"
     name = "sync-actor-busy-loop"
@@ -79,6 +142,7 @@ class SyncActorBusyLoop(Rule):
     category = "correctness"
     tokens = ("while ",)
     also_tokens = REMOTE_MADE
+    experiment = BusyLoopExperiment()
     docs = """
 ## What it does
 Finds a method of a synchronous actor (a `@ray.remote` class with no `async def` method, no
@@ -312,6 +376,7 @@ run.
             ctx.report(
                 node,
                 f"`{name}` of sync actor `{actor}` loops forever, so `{others[0]}` and later calls never run",
+                facts=BusyLoopFacts(name, others[0], None),
             )
             return
         flags = _flags_of(node.test, this)
@@ -333,6 +398,7 @@ run.
         ctx.report(
             node,
             f"`{name}` waits on `{this}.{attribute}`, but sync actor `{actor}` cannot run `{setter}` meanwhile",
+            facts=BusyLoopFacts(name, setter, attribute),
         )
 
 

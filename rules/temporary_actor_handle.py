@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Literal
+
 import libcst as cst
 
 from ray_lint.diagnostics import Severity
+from ray_lint.experiment import Plan, ReproductionExperiment, Subject, Variant, script
 from ray_lint.model import RemoteDef, RemoteOptions, SemanticModel
 from ray_lint.python_model import CallSite, FunctionInfo, iter_subtree, literal_string
 from ray_lint.ray_api import expected_to_raise, options_at_call
@@ -22,6 +26,137 @@ BACKGROUND_STARTERS = {
 # Calls that wait for such work before the method returns.
 WAITS = frozenset({"join", "wait", "communicate", "result", "gather", "wait_for", "run_until_complete"})
 
+SINK = """
+import threading
+
+@ray.remote
+class Sink:
+    '''Kept by the driver: records what the short-lived actor got to do.'''
+
+    def __init__(self):
+        self.hits = []
+
+    def hit(self, what):
+        self.hits.append(what)
+
+    def read(self):
+        return self.hits
+
+sink = Sink.remote()
+
+def hits_after(seconds, enough):
+    '''What the sink saw, polled until it saw `enough` or `seconds` passed.'''
+    deadline = time.time() + seconds
+    while True:
+        hits = ray.get(sink.read.remote(), timeout=30)
+        if len(hits) >= enough or time.time() > deadline:
+            return hits
+        time.sleep(0.1)
+"""
+# Per shape: the program, with `CALL` where the flagged statement goes, the statement, and its fix (the handle kept).
+SHAPES = {
+    "creation": (
+        """
+@ray.remote
+class Loader:
+    def __init__(self, sink):
+        ray.get(sink.hit.remote("init"))
+
+CALL
+hits = hits_after(5, 1)
+if hits:
+    __ray_lint_evidence__ = {"right": f"`Loader.__init__` ran: the sink saw {hits}"}
+else:
+    __ray_lint_evidence__ = {"wrong": "`Loader.__init__` never ran: Ray cancelled the actor, the sink saw nothing in 5 s"}
+""",
+        "Loader.remote(sink)",
+        "loader = Loader.remote(sink)",
+    ),
+    "named": (
+        """
+@ray.remote
+class Service:
+    def ping(self):
+        return "pong"
+
+name = f"registry-{os.getpid()}"
+CALL
+time.sleep(0.5)
+found = ray.get_actor(name)  # raises when the actor is gone
+__ray_lint_evidence__ = {"right": f"`ray.get_actor` found it; `ping` returned {ray.get(found.ping.remote(), timeout=30)!r}"}
+""",
+        "Service.options(name=name).remote()",
+        "service = Service.options(name=name).remote()",
+    ),
+    "background": (
+        """
+@ray.remote
+class Poller:
+    def start(self, sink):
+        def loop():
+            for i in range(6):
+                sink.hit.remote(i)
+                time.sleep(0.1)
+
+        threading.Thread(target=loop, daemon=True).start()
+        return True
+
+CALL
+hits = hits_after(3, 6)
+__ray_lint_evidence__ = {
+    "right" if len(hits) == 6 else "wrong": f"the thread that `start` left running made {len(hits)} of 6 writes"
+}
+""",
+        "ray.get(Poller.remote().start.remote(sink), timeout=30)",
+        "poller = Poller.remote(); ray.get(poller.start.remote(sink), timeout=30)",
+    ),
+    "unobserved": (
+        """
+@ray.remote
+class Worker:
+    def run(self, sink):
+        ray.get(sink.hit.remote("run"))
+        raise ValueError("bad config")
+
+try:
+    CALL
+    hits = hits_after(5, 1)
+    __ray_lint_evidence__ = {"wrong": f"`run` raised ValueError in the actor (the sink saw {hits}), and the driver got no error"}
+except ray.exceptions.RayTaskError as error:
+    __ray_lint_evidence__ = {"right": f"the error reached the driver: {type(error.cause).__name__}: {error.cause}"}
+""",
+        "Worker.remote().run.remote(sink)",
+        "worker = Worker.remote(); ray.get(worker.run.remote(sink), timeout=30)",
+    ),
+}
+
+
+@dataclass(frozen=True)
+class DroppedHandle:
+    """What is lost with the handle: the actor's creation, a named actor, the background work its
+    method starts, or the error of the call made on it."""
+
+    shape: Literal["creation", "named", "background", "unobserved"]
+
+
+class TemporaryActorHandleExperiment(ReproductionExperiment[DroppedHandle]):
+    """The finding's shape (a bare creation, a named actor, a method that leaves a thread running, a
+    call whose error is dropped) on an actor whose handle is dropped, against the same with the
+    handle kept; a sink actor the driver keeps records what the short-lived actor did."""
+
+    facts_type = DroppedHandle
+    expected = r"Failed to look up actor with name"
+
+    def model(self, subject: Subject) -> Plan:
+        shape = self.facts(subject).shape
+        program, flagged, kept = SHAPES[shape]
+        return Plan(
+            Variant("handle dropped", script(SINK + program.replace("CALL", flagged))),
+            Variant("handle kept", script(SINK + program.replace("CALL", kept))),
+            "modelled",
+            f"`{flagged}`, and `{kept}`",
+        )
+
 
 class TemporaryActorHandle(Rule):
     code = "RAY072"
@@ -30,6 +165,7 @@ class TemporaryActorHandle(Rule):
     severity = Severity.ERROR
     category = "correctness"
     tokens = (".remote(",)
+    experiment = TemporaryActorHandleExperiment()
     docs = """
 ## What it does
 Finds an actor whose handle is thrown away while the actor is still needed:
@@ -207,7 +343,7 @@ depends on the program.
         model = ctx.model
         if not model.imports_module("ray"):
             return
-        found: list[tuple[cst.Call, str]] = []
+        found: list[tuple[cst.Call, tuple[str, DroppedHandle]]] = []
         for site in model.calls_by_tail.get("remote", ()):
             submission = model.submission(site.node)
             if submission is None:
@@ -221,20 +357,21 @@ depends on the program.
                 found.append((site.node, message))
         if found:
             meant_to_fail = expected_to_raise(model)  # a test that expects the creation or the call to raise
-            for node, message in found:
+            for node, (message, facts) in found:
                 if id(node) not in meant_to_fail:
-                    ctx.report(node, message)
+                    ctx.report(node, message, facts=facts)
 
-    def _bare_creation(self, site: CallSite, actor: RemoteDef) -> str | None:
+    def _bare_creation(self, site: CallSite, actor: RemoteDef) -> tuple[str, DroppedHandle] | None:
         options = _creation_options(site.node, actor)
         if options is None or _lives_on(options) or _has_option(options, "get_if_exists"):
             return None
         name = _literal_option(options, "name")
         shown = name if name is None or len(name) <= 20 else name[:17] + "..."
         named = f" named `{shown}`" if name else (" named" if _has_option(options, "name") else "")
-        return f"The handle of this new `{actor.name}` actor{named} is dropped at once, so Ray cancels it"
+        message = f"The handle of this new `{actor.name}` actor{named} is dropped at once, so Ray cancels it"
+        return message, DroppedHandle("named" if named else "creation")
 
-    def _chain(self, ctx: Context, site: CallSite) -> str | None:
+    def _chain(self, ctx: Context, site: CallSite) -> tuple[str, DroppedHandle] | None:
         """`Cls.remote(...).method.remote(...)`: the handle exists only inside the expression."""
         model = ctx.model
         method_ref = site.node.func.value  # type: ignore[attr-defined]
@@ -257,17 +394,18 @@ depends on the program.
             return None
         method = method_ref.attr.value
         class_name = actor.name if actor is not None else ctx.snippet(_class_expression(creation), 30)
-        reasons: list[str] = []
+        reasons: list[tuple[str, DroppedHandle]] = []
         background = _background_work(model, actor, method)
         if background is not None:
-            reasons.append(f"{background[0]} started by `{method}` dies with it")
+            reasons.append((f"{background[0]} started by `{method}` dies with it", DroppedHandle("background")))
         if _has_option(options, "name"):
-            reasons.append("`ray.get_actor` cannot find it")
+            reasons.append(("`ray.get_actor` cannot find it", DroppedHandle("named")))
         if _is_bare(site):
-            reasons.append("an error in the call is never raised")
+            reasons.append(("an error in the call is never raised", DroppedHandle("unobserved")))
         if not reasons:
             return None
-        return f"`{class_name}.remote().{method}.remote()` keeps no handle, so {reasons[0]}"
+        reason, facts = reasons[0]
+        return f"`{class_name}.remote().{method}.remote()` keeps no handle, so {reason}", facts
 
 
 def _is_bare(site: CallSite) -> bool:

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import math
 import re
+from dataclasses import dataclass
 
 import libcst as cst
 
 from ray_lint.analyses.loops import SLEEPS, enclosing_iterations, exits_in_first_iteration, sleeps_in
 from ray_lint.diagnostics import Severity
+from ray_lint.experiment import Experiment, Plan, Run, Subject, Variant, Verdict, script, timed
 from ray_lint.model import SemanticModel
 from ray_lint.python_model import CallSite, FunctionInfo, Loop, block_statements, is_true, literal_number, names_read
 from ray_lint.rule import Context, Invalid, Option, Rule, Valid
@@ -226,6 +228,56 @@ def _is_docstring(statement: cst.CSTNode) -> bool:
     return isinstance(statement, cst.Expr) and isinstance(statement.value, (cst.SimpleString, cst.ConcatenatedString))
 
 
+@dataclass(frozen=True)
+class TinyLoopFacts:
+    """What the experiment needs of the flagged loop."""
+
+    iterations: int | None  # when the code says how many tasks the loop submits
+
+
+class TooFineGrainedTasksExperiment(Experiment[TinyLoopFacts]):
+    """The loop's count of tiny tasks (at most 2,000) against the same work in 4 batched tasks: RAY020 has
+    no fix to apply, so this is the comparison its docs recommend."""
+
+    facts_type = TinyLoopFacts
+    more_parallelism = False  # the fix saves overhead: fewer tasks or processes, not more at once
+    MAX_TASKS = 2000
+    BATCHES = 4
+
+    def plan(self, subject: Subject) -> Plan:
+        known = self.facts(subject).iterations
+        count = min(known, self.MAX_TASKS) if known is not None else self.MAX_TASKS
+        size = -(-count // self.BATCHES)
+        tasks = (
+            "@ray.remote\ndef inc(x):\n    return x + 1\n\n"
+            "@ray.remote\ndef inc_batch(xs):\n    return [x + 1 for x in xs]\n\n"
+        )
+        batched = (
+            f"batches = [range(s, min(s + {size}, {count})) for s in range(0, {count}, {size})]\n"
+            "return [y for batch in ray.get([inc_batch.remote(b) for b in batches]) for y in batch]"
+        )
+        if known is None:
+            counted = f"{count:,} tasks (count not in the code: {self.MAX_TASKS:,} assumed)"
+        else:
+            counted = f"{count:,} tasks{'' if count == known else f' (of the {known:,} in the code)'}"
+        return Plan(
+            Variant("a task per element", script(tasks + timed(f"return ray.get([inc.remote(i) for i in range({count})])"))),
+            Variant(f"{self.BATCHES} batched tasks", script(tasks + timed(batched))),
+            "modelled",
+            f"{counted} of `x + 1`, against the same work in {self.BATCHES} batches",
+        )
+
+    def judge_runs(self, verdict: Verdict, subject: Subject, plan: Plan, a: list[Run], b: list[Run]) -> Verdict:
+        """By wall time alone: batching runs fewer tasks, not more at once, so Ray's timeline has no extra
+        parallelism to show in B; the task counts it recorded say what changed."""
+        verdict = super().judge_runs(verdict, subject, plan, a, b)
+        tasks_a, tasks_b = max(r.tasks for r in a), max(r.tasks for r in b)
+        if tasks_a:
+            verdict.summary += f"; Ray's timeline has {tasks_a:,} vs {tasks_b:,} tasks per run"
+        return verdict
+
+
+
 class TooFineGrainedTasks(Rule):
     code = "RAY020"
     name = "too-fine-grained-tasks"
@@ -234,6 +286,7 @@ class TooFineGrainedTasks(Rule):
     category = "perf"
     tokens = (".remote(",)
     also_tokens = ("for ", "while ")
+    experiment = TooFineGrainedTasksExperiment()
     options = (
         Option(
             "min-iterations",
@@ -503,4 +556,5 @@ on the workload.
         ctx.report(
             site.node,
             f"Tiny task `{name}` is submitted {loop}{overhead}",
+            facts=TinyLoopFacts(iterations),
         )

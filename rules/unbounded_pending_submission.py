@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass
+
 import libcst as cst
 
 from ray_lint.diagnostics import Severity
+from ray_lint.experiment import Plan, ReproductionExperiment, Run, Subject, Variant, script
 from ray_lint.model import SemanticModel, Submission
 from ray_lint.python_model import Binding, CallSite, Loop, has_exit, is_true, iter_subtree, names_read
 from ray_lint.rule import Context, Invalid, Rule, Valid
@@ -18,6 +22,69 @@ STORING_METHODS = frozenset({"append", "appendleft", "add", "extend", "insert"})
 EMPTY_CONSTRUCTORS = frozenset({"list", "dict", "set"})
 
 
+@dataclass(frozen=True)
+class PendingFacts:
+    """What the experiment needs of the flagged submission."""
+
+    actor: bool  # the loop calls an actor method (Ray warns past 5000 pending calls), not a task
+    calls: int | None  # how many calls the loop makes, when it ends and the code says so
+
+
+class PendingSubmissionExperiment(ReproductionExperiment[PendingFacts]):
+    """The loop's submissions replayed for a second against work that cannot keep up, then the backlog
+    counted, with Ray's own warning when the calls go to one actor; against the same loop keeping at
+    most 100 calls in flight with `ray.wait`."""
+
+    facts_type = PendingFacts
+    expected = r"More than \d+ tasks are pending submission to actor"
+    WINDOW_S = 1.0
+    IN_FLIGHT = 100
+
+    def model(self, subject: Subject) -> Plan:
+        facts = self.facts(subject)
+        if facts.actor:
+            target = (
+                "@ray.remote\nclass Sink:\n    def write(self, i):\n        time.sleep(0.002)\n        return i\n\n"
+                "sink = Sink.remote()\nray.get(sink.write.remote(-1))  # the actor up before the loop\nsubmit = sink.write.remote\n"
+            )
+            what, cost = "calls to one actor", "2 ms"
+        else:
+            target = "@ray.remote\ndef work(i):\n    time.sleep(0.01)\n    return i\n\nsubmit = work.remote\n"
+            what, cost = "tasks", "10 ms"
+        limit = facts.calls if facts.calls is not None else 10**9
+        loop = (
+            "pending, sent, start = [], 0, time.perf_counter()\n"
+            f"while time.perf_counter() - start < {self.WINDOW_S} and sent < {limit}:\n"
+            "{bound}"
+            "    pending.append(submit(sent))\n"
+            "    sent += 1\n"
+            "elapsed = time.perf_counter() - start\n"
+            "_, pending = ray.wait(pending, num_returns=len(pending), timeout=0, fetch_local=False)\n"
+            f"counts = f'{{sent}} {what} submitted in {{elapsed:.1f}} s, {{len(pending)}} of them still pending'\n"
+            "time.sleep(0.5)  # Ray's warnings reach the driver\n"
+            f"if len(pending) > {self.IN_FLIGHT}:\n"
+            "    __ray_lint_evidence__ = {'wrong': counts + ': the backlog grows as long as the loop runs'}\n"
+            "else:\n"
+            "    __ray_lint_evidence__ = {'right': counts}\n"
+        )
+        bounded = f"    if len(pending) >= {self.IN_FLIGHT}:\n        _, pending = ray.wait(pending, num_returns=1)\n"
+        upto = f", up to {facts.calls}" if facts.calls is not None else ""
+        return Plan(
+            Variant("no bound", script(target + loop.replace("{bound}", ""))),
+            Variant(f"at most {self.IN_FLIGHT} in flight", script(target + loop.replace("{bound}", bounded))),
+            "modelled",
+            f"{what} of {cost} submitted for {self.WINDOW_S:g} s{upto}",
+        )
+
+    def shown(self, run: Run) -> str | None:
+        """The backlog the run counted, and Ray's warning about it when Ray gave one."""
+        problem = super().shown(run)
+        warned = next((w for w in run.ray_warnings if re.search(self.expected, w)), None)
+        if problem is None or warned is None:
+            return problem or warned
+        return f"{problem}; Ray warned: {warned}"
+
+
 class UnboundedPendingSubmission(Rule):
     code = "RAY012"
     name = "unbounded-pending-submission"
@@ -25,6 +92,7 @@ class UnboundedPendingSubmission(Rule):
     severity = Severity.WARNING
     category = "resource"
     tokens = (".remote(",)
+    experiment = PendingSubmissionExperiment()
     also_tokens = ("while True", "while 1", "count(", "cycle(", "KafkaConsumer", "range(")
     docs = """
 ## What it does
@@ -189,6 +257,7 @@ cluster.
                     ctx.report(
                         site.node,
                         f"This endless loop keeps every ref it submits in `{collection.name}` and never waits on one",
+                        facts=PendingFacts(submission.kind == "actor-method", None),
                     )
                     continue
             self._check_many_actor_calls(ctx, site, submission)
@@ -208,6 +277,7 @@ cluster.
             site.node,
             f"{count} calls go to actor `{ctx.snippet(submission.handle, limit=24)}` without waiting, past Ray's "
             f"{EXCESS_QUEUEING_THRESHOLD} pending-call warning",
+            facts=PendingFacts(True, count),
         )
 
 

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Literal
+
 import libcst as cst
 
 from ray_lint.analyses.ref_arguments import literal_item_problem, non_list_collection, non_ref_literal
 from ray_lint.diagnostics import Severity
+from ray_lint.experiment import Plan, ReproductionExperiment, Subject, Variant, script
 from ray_lint.model import SemanticModel
 from ray_lint.python_model import CallSite, Scope, iter_subtree, literal_number, literal_string, scope_within
 from ray_lint.ray_api import declared_num_returns, first_argument, signature_problem
@@ -91,6 +95,84 @@ def _fixed_list(model: SemanticModel, expr: cst.BaseExpression, scope: Scope, at
                 allowed.add(id(node.args[0].value))
     return binding.value if uses == 1 + len(allowed) else None
 
+# How the model builds what the finding passes instead of a list, by the rule's words for it (the first
+# whose words begin the finding's; a tuple for the others).
+NOT_A_LIST = {
+    "a tuple": "tuple(refs)",
+    "a set": "set(refs)",
+    "a frozenset": "frozenset(refs)",
+    "a dict view": "dict(enumerate(refs)).values()",
+    "a dict": "dict(enumerate(refs))",
+    "a generator expression": "(r for r in refs)",
+    "a `map` iterator": "map(lambda r: r, refs)",
+    "a `zip` iterator": "zip(refs)",
+    "an iterator": "iter(refs)",
+    "a number": "5",
+    "a string": "'refs'",
+    "None": "None",
+}
+MODEL = """
+@ray.remote
+def work(i):
+    time.sleep(0.1)
+    return i
+
+refs = [work.remote(i) for i in range(2)]
+ready, pending = {call}
+__ray_lint_result__ = (len(ready), len(pending))
+__ray_lint_evidence__ = {{"right": f"{{len(ready)}} ready, {{len(pending)}} pending"}}
+"""
+
+
+@dataclass(frozen=True)
+class WaitMisuse:
+    """What the flagged `ray.wait` call gets wrong; `detail` is the collection, the keyword or the count."""
+
+    kind: Literal["single", "not-list", "timeout", "item", "duplicate", "no-returns", "too-many", "positional", "keyword"]
+    detail: str = ""
+
+
+class WaitApiMisuseExperiment(ReproductionExperiment[WaitMisuse]):
+    """The same misuse as the finding (a single ref, a tuple, a negative timeout, a duplicate, a bad
+    `num_returns`, a bad argument) passed to `ray.wait` on two small tasks, against the valid call."""
+
+    facts_type = WaitMisuse
+    expected = (
+        r"wait\(\) expected a list|must be nonnegative|unique ray_waitables|Invalid number of objects to return"
+        r"|num_returns cannot be greater|wait\(\) takes 1 positional argument|wait\(\) got an unexpected keyword"
+    )
+
+    def model(self, subject: Subject) -> Plan:
+        facts = self.facts(subject)
+        flagged, fixed = self._calls(facts)
+        return Plan(
+            Variant("as flagged", script(MODEL.format(call=flagged))),
+            Variant("valid call", script(MODEL.format(call=fixed))),
+            "modelled",
+            f"`{flagged}` on two small tasks, and `{fixed}`",
+        )
+
+    def _calls(self, facts: WaitMisuse) -> tuple[str, str]:
+        """The flagged call and the valid one, in the model's names (`refs`, a list of two refs)."""
+        if facts.kind == "single":
+            return "ray.wait(refs[0])", "ray.wait([refs[0]])"
+        if facts.kind == "not-list":
+            given = next((expr for words, expr in NOT_A_LIST.items() if facts.detail.startswith(words)), "tuple(refs)")
+            return f"ray.wait({given})", "ray.wait(refs)"
+        if facts.kind == "timeout":
+            return f"ray.wait(refs, timeout={facts.detail or '-1'})", "ray.wait(refs, timeout=None)"
+        if facts.kind == "item":
+            return "ray.wait([refs[0], 0])", "ray.wait([refs[0]])"
+        if facts.kind == "duplicate":
+            return "ray.wait([refs[0], refs[0]])", "ray.wait([refs[0], refs[1]])"
+        if facts.kind == "no-returns":
+            return f"ray.wait(refs, num_returns={facts.detail or '0'})", "ray.wait(refs, num_returns=1)"
+        if facts.kind == "too-many":
+            return "ray.wait(refs, num_returns=3)", "ray.wait(refs, num_returns=len(refs))"
+        if facts.kind == "positional":
+            return "ray.wait(refs, 1)", "ray.wait(refs, num_returns=1)"
+        return f"ray.wait(refs, {facts.detail or 'num_return'}=1)", "ray.wait(refs, num_returns=1)"
+
 
 class WaitApiMisuse(Rule):
     code = "RAY069"
@@ -100,6 +182,7 @@ class WaitApiMisuse(Rule):
     category = "api-misuse"
     tokens = ("ray.wait(", "import ray as", "from ray import")
     also_tokens = ("wait(",)
+    experiment = WaitApiMisuseExperiment()
     docs = """
 ## What it does
 Finds calls to `ray.wait` (through any alias) that Ray 2.60 rejects, in the cases the source
@@ -241,16 +324,18 @@ There is no automatic fix: the intended list or count is not always clear from t
         for site in ctx.model.calls_to("ray.wait"):
             found = self._problem(ctx, site)
             if found is not None:
-                ctx.report(found[0], found[1])
+                ctx.report(found[0], found[1], facts=found[2])
 
-    def _problem(self, ctx: Context, site: CallSite) -> tuple[cst.CSTNode, str] | None:
+    def _problem(self, ctx: Context, site: CallSite) -> tuple[cst.CSTNode, str, WaitMisuse] | None:
         """The first thing Python or Ray would reject in this call, in the order they check."""
         model, call = ctx.model, site.node
         problem = signature_problem(call, "ray.wait", WAIT_KEYWORDS)
         if problem is not None:
-            if isinstance(problem[0], cst.Arg) and problem[0].keyword is not None and problem[0].keyword.value == "object_refs":
-                return problem[0], "`ray.wait` has no keyword `object_refs`: it was renamed `ray_waitables`"
-            return problem
+            keyword = problem[0].keyword if isinstance(problem[0], cst.Arg) else None
+            facts = WaitMisuse("keyword", keyword.value) if keyword is not None else WaitMisuse("positional")
+            if keyword is not None and keyword.value == "object_refs":
+                return problem[0], "`ray.wait` has no keyword `object_refs`: it was renamed `ray_waitables`", facts
+            return problem[0], problem[1], facts
         arg = first_argument(call, "ray_waitables")
         if arg is None:
             return None
@@ -259,14 +344,18 @@ There is no automatic fix: the intended list or count is not always clear from t
         single = _single_ref(model, value, site.scope, site.index)
         if single is not None:
             what = f"`{ctx.snippet(value, 30)}`" + ("" if value is single else f" (from {ctx.line_of(single)})")
-            return arg, f"`ray.wait` on a single ref {what} raises `TypeError`: it takes a list"
+            return arg, f"`ray.wait` on a single ref {what} raises `TypeError`: it takes a list", WaitMisuse("single")
         kind = non_list_collection(model, value, site.scope, site.index) or non_ref_literal(value)
         if kind is not None:
-            return arg, f"`ray.wait` on {kind} raises `TypeError`: it takes a list"
+            return arg, f"`ray.wait` on {kind} raises `TypeError`: it takes a list", WaitMisuse("not-list", kind)
         timeout = keywords.get("timeout")
         seconds = literal_number(timeout.value) if timeout is not None else None
         if timeout is not None and seconds is not None and seconds < 0:
-            return timeout, f"`timeout={ctx.snippet(timeout.value, 12)}` makes `ray.wait` raise `ValueError`: it has no -1"
+            return (
+                timeout,
+                f"`timeout={ctx.snippet(timeout.value, 12)}` makes `ray.wait` raise `ValueError`: it has no -1",
+                WaitMisuse("timeout", ctx.code_for(timeout.value)),
+            )
         items = _fixed_list(model, value, site.scope, site.index)
         elements = [e.value for e in items.elements] if items is not None else []
         named = ""  # for a list held by a name, where it was assigned: the report is at the wait
@@ -274,10 +363,18 @@ There is no automatic fix: the intended list or count is not always clear from t
             named = f" `{ctx.snippet(value, 16)}` ({ctx.line_of(items)})"
         found = literal_item_problem(elements)
         if found is not None:
-            return found[0] if not named else arg, f"`ray.wait` on a list{named} holding {found[1]} raises `TypeError`"
+            return (
+                found[0] if not named else arg,
+                f"`ray.wait` on a list{named} holding {found[1]} raises `TypeError`",
+                WaitMisuse("item"),
+            )
         duplicate = self._duplicate(elements)
         if duplicate is not None:
-            return duplicate if not named else arg, f"`{ctx.snippet(duplicate, 20)}` is in the list{named} twice, which `ray.wait` rejects"
+            return (
+                duplicate if not named else arg,
+                f"`{ctx.snippet(duplicate, 20)}` is in the list{named} twice, which `ray.wait` rejects",
+                WaitMisuse("duplicate"),
+            )
         return self._count_problem(ctx, keywords.get("num_returns"), items, named)
 
     def _duplicate(self, elements: list[cst.BaseExpression]) -> cst.BaseExpression | None:
@@ -293,7 +390,7 @@ There is no automatic fix: the intended list or count is not always clear from t
 
     def _count_problem(
         self, ctx: Context, num_returns: cst.Arg | None, items: cst.List | None, named: str
-    ) -> tuple[cst.CSTNode, str] | None:
+    ) -> tuple[cst.CSTNode, str, WaitMisuse] | None:
         if num_returns is None:
             return None
         count = literal_number(num_returns.value)
@@ -303,10 +400,15 @@ There is no automatic fix: the intended list or count is not always clear from t
             return None  # an empty list returns ([], []) before num_returns is checked
         if count <= 0:
             unless = "" if items is not None else " for any non-empty list"
-            return num_returns, f"`num_returns={ctx.snippet(num_returns.value, 12)}` makes `ray.wait` raise `ValueError`{unless}"
+            return (
+                num_returns,
+                f"`num_returns={ctx.snippet(num_returns.value, 12)}` makes `ray.wait` raise `ValueError`{unless}",
+                WaitMisuse("no-returns", ctx.code_for(num_returns.value)),
+            )
         if items is not None and count > len(items.elements):
-            return num_returns, (
+            message = (
                 f"`num_returns={ctx.snippet(num_returns.value, 12)}` exceeds the {len(items.elements)} refs "
                 f"in the list{named}, which `ray.wait` rejects"
             )
+            return num_returns, message, WaitMisuse("too-many")
         return None

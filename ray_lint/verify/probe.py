@@ -58,8 +58,10 @@ class Timer:
 
         return timed
 
-    def value(self) -> str:
+    def value(self) -> str | None:
         """One string for all the calls' return values: equal when every call returned the same."""
+        if not self.values:  # every call raised
+            return None
         if self.calls == 1:
             return self.values[0][:2000]
         digest = hashlib.sha256("\0".join(self.values).encode()).hexdigest()[:16]
@@ -104,7 +106,7 @@ def run_code(spec: dict[str, Any], timer: Timer) -> dict[str, Any]:
     runner = spec.get("runner", "script")
     if runner == "script":
         namespace: dict[str, Any] = {"__name__": "__main__", "__file__": spec["path"], "__ray_lint_timer__": timer}
-        exec(compile(spec["source"], spec["path"], "exec"), namespace)
+        exec(compile(spec["source"], spec.get("filename", spec["path"]), "exec"), namespace)
         return namespace
     sys.meta_path.insert(0, SourceOverride(spec["path"], spec["source"]))
     if runner == "module":

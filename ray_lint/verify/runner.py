@@ -23,14 +23,16 @@ from typing import Any
 from ray_lint.api import RunOptions, lint_file, resolve
 from ray_lint.diagnostics import FILE_ERROR_CODE
 from ray_lint.config import Resolver
-from ray_lint.experiment import Experiment, Plan, Run, Runner, Subject, Variant, Verdict, last_line
+from ray_lint.experiment import Experiment, Plan, ReproductionExperiment, Run, Runner, Subject, Variant, Verdict, last_line
 from ray_lint.files import Skipped, discover
 from ray_lint.results import FileResult
-from ray_lint.rule import rule_by_code_or_name
+from ray_lint.engine import lint_text
+from ray_lint.rule import all_rules, rule_by_code_or_name
 from ray_lint.source import is_notebook
 from ray_lint.verify.cluster import Cluster
 
 OUTPUT_TAIL_BYTES = 4000
+MODEL_FILENAME = "<ray-lint model>"
 # Ray's own run-time warnings about the anti-patterns (text as Ray 2.60 prints it), kept as evidence.
 RAY_WARNINGS = re.compile(
     r"(remote function \S+ is very large|More than \d+ tasks are pending submission to actor|"
@@ -129,6 +131,12 @@ def _syntax_error(result: FileResult) -> SyntaxError | None:
     return None
 
 
+def _still_fails(text: str) -> bool:
+    """Whether `text` has a finding of a rule whose experiment reproduces a failure."""
+    rules = [rule() for rule in all_rules() if isinstance(rule.experiment, ReproductionExperiment)]
+    return bool(lint_text(text, rules))
+
+
 def _experiment_of(code: str) -> Experiment | None:
     rule = rule_by_code_or_name(code)
     return rule.experiment if rule is not None else None
@@ -142,7 +150,9 @@ def plan_findings(linted: Linted, cluster: Cluster) -> tuple[list[Job], list[Ver
             experiment = _experiment_of(diagnostic.code)
             if experiment is None or result.source is None:
                 continue
-            subject = Subject(str(path), result.source, diagnostic, cluster.num_cpus, cluster.num_gpus, linted.tests.get(path))
+            subject = Subject(
+                str(path), result.source, diagnostic, cluster.num_cpus, cluster.num_gpus, linted.tests.get(path), _still_fails,
+            )
             try:
                 plan = experiment.plan(subject)
             except Exception as error:  # a bug in one experiment must not stop the others
@@ -194,10 +204,10 @@ def run_job(job: Job, cluster: Cluster, repeat: int, timeout: float, scratch: Pa
 
     def pair() -> bool:
         plan = job.plan
-        job.a.append(run_variant(cluster, plan.a, job.subject.path, timeout, scratch, plan.runner))
+        job.a.append(run_variant(cluster, plan.a, job.subject.path, timeout, scratch, plan.runner, plan.runs_user_code))
         if job.a[-1].timed_out:  # the fixed form would most likely hang the same way (a driver stuck before
             return False         # the flagged code): one time limit spent, not two
-        job.b.append(run_variant(cluster, plan.b, job.subject.path, timeout, scratch, plan.runner))
+        job.b.append(run_variant(cluster, plan.b, job.subject.path, timeout, scratch, plan.runner, plan.runs_user_code))
         return job.experiment.ran_as_planned(job.a[-1]) and job.b[-1].ok
 
     succeeded, failures = pair(), []
@@ -220,7 +230,9 @@ def _attempt(plan: Plan) -> str:
     return f"`python -m {runner.module}`" if runner.kind == "module" else "the script"
 
 
-def run_variant(cluster: Cluster, variant: Variant, path: str, timeout: float, scratch: Path, runner: Runner = Runner()) -> Run:
+def run_variant(
+    cluster: Cluster, variant: Variant, path: str, timeout: float, scratch: Path, runner: Runner = Runner(), user_code: bool = True,
+) -> Run:
     """One variant in its own process, in its own session so that everything it starts can be
     killed; output goes to a file of which only the tail is kept."""
     handle, spec_path = tempfile.mkstemp(suffix=".json", dir=scratch)
@@ -228,6 +240,7 @@ def run_variant(cluster: Cluster, variant: Variant, path: str, timeout: float, s
     result_path, output_path = spec_path + ".result", spec_path + ".out"
     spec = {
         "address": cluster.address, "source": variant.source, "path": str(Path(path).resolve()), "result": result_path,
+        "filename": str(Path(path).resolve()) if user_code else MODEL_FILENAME,  # a model's traceback quotes no line of the user's file
         "workers": int(cluster.num_cpus), "flush_s": cluster.event_flush_s,
         "runner": runner.kind, "module": runner.module, "tests": list(runner.tests), "function": runner.function,
         "basetemp": spec_path + ".pytest",  # the tests' tmp_path folders: in the scratch folder, removed with it
