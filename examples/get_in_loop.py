@@ -41,6 +41,6 @@ def scores(items: list[str]) -> dict[str, int]:
 
 if __name__ == "__main__":
     ray.init()
-    print(sequential_squares(8))
-    print(total(8))
+    print(sequential_squares(6))
+    print(total(6))
     print(scores(["a", "bb", "ccc"]))

@@ -39,6 +39,10 @@ from ray_lint.syntax import parses
 
 Mode = Literal["measured", "modelled", "evidence"]
 Facts = TypeVar("Facts")
+# How long a model waits on work that can never be scheduled (an infeasible or pinned request) before
+# it calls it pending: Ray would schedule feasible work on an idle cluster in milliseconds.
+PENDING_S = 2
+
 # What an experiment decides; the verdict then says what ran (see `Verdict.status`).
 Outcome = Literal["confirmed", "reproduced", "not reproduced", "inconclusive"]
 Status = Literal[
@@ -312,6 +316,8 @@ class Experiment(Generic[Facts]):
     # Whether the fix works by running more tasks at once, so that Ray's timeline must agree; False for
     # fixes that save overhead (fewer tasks, fewer copies), where parallelism has nothing to show.
     more_parallelism = True
+    timed = True  # whether the runs are timed: the workers are started before the clock, the timeline read after
+    clear_margin = 1.35  # a first round at `clear_margin` × the threshold (or at no gain) settles the verdict
     facts_type: type[Facts]
 
     def facts(self, subject: Subject) -> Facts:
@@ -329,6 +335,12 @@ class Experiment(Generic[Facts]):
         """Whether a run of A did what the plan needs (a script that raises cannot be timed)."""
         return run.ok
 
+    def settled(self, a: list[Run], b: list[Run]) -> bool:
+        """Whether the rounds so far already decide: every pair far past the threshold, or none faster.
+        More rounds only matter near the threshold, where a median of several is worth its time."""
+        ratios = [x.wall_s / y.wall_s for x, y in zip(a, b) if y.wall_s > 0]
+        return bool(ratios) and (min(ratios) >= self.threshold * self.clear_margin or max(ratios) <= 1.0)
+
     def judge(self, subject: Subject, plan: Plan, a: list[Run], b: list[Run]) -> Verdict:
         """Inconclusive when a run failed; otherwise `judge_runs` decides."""
         verdict = _blank_verdict(subject, plan, a, b)
@@ -341,33 +353,70 @@ class Experiment(Generic[Facts]):
         return self.judge_runs(verdict, subject, plan, a, b)
 
     def judge_runs(self, verdict: Verdict, subject: Subject, plan: Plan, a: list[Run], b: list[Run]) -> Verdict:
-        """By wall time, when Ray's timeline agrees that B runs more tasks at once."""
+        """By wall time, when the evidence agrees (`evidence`: by default, more tasks at once in B)."""
         if plan.mode == "measured" and max(r.tasks for r in a) < 2:
             verdict.summary = "the script's entry point ran fewer than 2 tasks: it does not reach the flagged code"
             return verdict
         verdict.ratio = statistics.median(x.wall_s / y.wall_s for x, y in zip(a, b) if y.wall_s > 0)
         verdict.same_results = _same_results(a, b)
-        par_a, par_b = (_median_parallelism(a), _median_parallelism(b)) if self.more_parallelism else (None, None)
-        numbers = f"{plan.a.label} {_median_wall(a):.2f} s vs {plan.b.label} {_median_wall(b):.2f} s ({verdict.ratio:.2f}×)"
-        if par_a is not None and par_b is not None:
-            numbers += f"; parallelism {par_a:.1f} vs {par_b:.1f}, peak {max(r.peak for r in a)} vs {max(r.peak for r in b)} tasks at once"
-        evidence_agrees = par_a is None or par_b is None or par_b >= par_a * 1.2
+        rounds = f"median of {len(a)} rounds" if len(a) > 1 else "1 round, clear-cut"
+        numbers = f"{plan.a.label} {_median_wall(a):.2f} s vs {plan.b.label} {_median_wall(b):.2f} s ({verdict.ratio:.2f}×, {rounds})"
+        shown, agrees, disagreement = self.evidence(plan, a, b)
+        numbers += shown
         warned = sorted({w for r in a for w in r.ray_warnings} - {w for r in b for w in r.ray_warnings})
         if warned:
             numbers += f"; Ray itself warned in {plan.a.label}: {warned[0]}"
-        if verdict.ratio >= self.threshold and evidence_agrees:
+        if verdict.ratio >= self.threshold and agrees:
             verdict.status, verdict.summary = confirmed(plan), numbers
         elif verdict.ratio >= self.threshold:
             verdict.status = "not reproduced"
-            verdict.summary = numbers + f": faster, but Ray's timeline shows no more tasks running at once in {plan.b.label}"
+            verdict.summary = numbers + f": faster, but {disagreement}"
         else:
             verdict.status = "not reproduced"
             verdict.summary = numbers + self.why_not(subject, plan, a, b)
         return verdict
 
+    def evidence(self, plan: Plan, a: list[Run], b: list[Run]) -> tuple[str, bool, str]:
+        """What besides wall time says that B does better: words for the summary, whether it agrees, and
+        what to say when it does not. By default Ray's timeline, for fixes that run more at once."""
+        par_a, par_b = _median_parallelism(a), _median_parallelism(b)
+        if not self.more_parallelism or par_a is None or par_b is None:
+            return "", True, ""
+        shown = f"; parallelism {par_a:.1f} vs {par_b:.1f}, peak {max(r.peak for r in a)} vs {max(r.peak for r in b)} tasks at once"
+        return shown, par_b >= par_a * 1.2, f"Ray's timeline shows no more tasks running at once in {plan.b.label}"
+
     def why_not(self, subject: Subject, plan: Plan, a: list[Run], b: list[Run]) -> str:
         """A hint, after the numbers, on why the slowdown did not show."""
         return f": below the {self.threshold:.1f}× threshold"
+
+
+# A method for a modelled async actor whose calls append their (start, end) to `self.spans`.
+MOST_AT_ONCE = """\
+    async def most_at_once(self):
+        edges = sorted([(start, 1) for start, _ in self.spans] + [(end, -1) for _, end in self.spans])
+        running = peak = 0
+        for _, step in edges:
+            running += step
+            peak = max(peak, running)
+        return peak
+"""
+
+
+class AsyncActorExperiment(Experiment[Facts]):
+    """Concurrent calls into an async actor, judged by wall time and by how many calls the actor saw
+    running at once: its model records each call's span and sets `__ray_lint_evidence__ =
+    {"at_once": <most_at_once()>}` (see `MOST_AT_ONCE`)."""
+
+    def evidence(self, plan: Plan, a: list[Run], b: list[Run]) -> tuple[str, bool, str]:
+        """Ray's timeline counts calls queued behind a blocked event loop as running: the calls' own
+        starts and ends inside the actor say how many really overlapped."""
+        at_once_a, at_once_b = _most_at_once(a), _most_at_once(b)
+        shown = f"; calls running at once in the actor: {at_once_a} vs {at_once_b}"
+        return shown, at_once_b > at_once_a, f"the calls overlapped no more in {plan.b.label}"
+
+
+def _most_at_once(runs: list[Run]) -> int:
+    return max((r.evidence.get("at_once", 0) for r in runs if isinstance(r.evidence, dict)), default=0)
 
 
 class EvidenceExperiment(Experiment[Facts]):
@@ -375,6 +424,7 @@ class EvidenceExperiment(Experiment[Facts]):
     environment), not on timing: `read` turns the two variants' evidence into a verdict."""
 
     rounds = 1  # what Ray hands a task does not vary by run
+    timed = False
 
     def judge_runs(self, verdict: Verdict, subject: Subject, plan: Plan, a: list[Run], b: list[Run]) -> Verdict:
         outcome, verdict.summary = self.read(subject, a[0].evidence, b[0].evidence)
@@ -395,6 +445,7 @@ class ReproductionExperiment(Experiment[Facts]):
     in a few lines of Ray code."""
 
     rounds = 1  # an error either shows or it does not
+    timed = False
     expected = r"$^"  # a regular expression searched in A's error text
 
     def plan(self, subject: Subject) -> Plan | str:

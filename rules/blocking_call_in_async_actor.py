@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import statistics
 
 import libcst as cst
 
 from ray_lint.diagnostics import Applicability, Severity
-from ray_lint.experiment import Experiment, Plan, Run, Subject, Variant, Verdict, confirmed, script, timed
+from ray_lint.experiment import MOST_AT_ONCE, AsyncActorExperiment, Plan, Subject, Variant, script, timed
 from ray_lint.model import RemoteDef, SemanticModel
 from ray_lint.python_model import CallSite, FunctionInfo, literal_number, root_name
 from ray_lint.rule import REMOTE_MADE, Context, FixPlan, Invalid, Rule, Valid
@@ -36,18 +35,7 @@ BLOCKING_TOKENS = ("sleep", "requests", "httpx", "urlopen", "urllib3", "subproce
 
 # An async actor method that counts how many of the actor's calls ran at once, from the `(start, end)`
 # spans its calls recorded: what the event loop really ran, which Ray's timeline does not show.
-MOST_AT_ONCE = """\
-    async def most_at_once(self):
-        edges = sorted([(start, 1) for start, _ in self.spans] + [(end, -1) for _, end in self.spans])
-        running = peak = 0
-        for _, step in edges:
-            running += step
-            peak = max(peak, running)
-        return peak
-"""
-
-
-class BlockingCallExperiment(Experiment[None]):
+class BlockingCallExperiment(AsyncActorExperiment[None]):
     """Concurrent calls into an async actor whose method blocks in `time.sleep` (standing for any
     blocking call: HTTP, a subprocess), against the same method awaiting `asyncio.sleep`: the calls
     can overlap only when the wait yields the event loop.
@@ -82,28 +70,7 @@ class BlockingCallExperiment(Experiment[None]):
             f"{self.CALLS} concurrent calls into an async actor, each waiting {self.WAIT_SECONDS:g} s",
         )
 
-    def judge_runs(self, verdict: Verdict, subject: Subject, plan: Plan, a: list[Run], b: list[Run]) -> Verdict:
-        verdict.ratio = statistics.median(x.wall_s / y.wall_s for x, y in zip(a, b) if y.wall_s > 0)
-        verdict.same_results = {r.value for r in a} == {r.value for r in b}
-        at_once_a, at_once_b = _most_at_once(a), _most_at_once(b)
-        wall_a, wall_b = statistics.median(r.wall_s for r in a), statistics.median(r.wall_s for r in b)
-        numbers = (
-            f"{plan.a.label} {wall_a:.2f} s vs {plan.b.label} {wall_b:.2f} s ({verdict.ratio:.2f}×); "
-            f"calls running at once in the actor: {at_once_a} vs {at_once_b}"
-        )
-        if verdict.ratio < self.threshold:
-            verdict.status, verdict.summary = "not reproduced", numbers + self.why_not(subject, plan, a, b)
-        elif at_once_b <= at_once_a:
-            verdict.status = "not reproduced"
-            verdict.summary = numbers + f": faster, but the calls overlapped no more in {plan.b.label}"
-        else:
-            verdict.status, verdict.summary = confirmed(plan), numbers
-        return verdict
 
-
-def _most_at_once(runs: list[Run]) -> int:
-    """Most calls the actor saw running at once, over the runs (see `MOST_AT_ONCE`)."""
-    return max((r.evidence.get("at_once", 0) for r in runs if isinstance(r.evidence, dict)), default=0)
 
 class BlockingCallInAsyncActor(Rule):
     code = "RAY007"

@@ -10,7 +10,7 @@ import libcst as cst
 
 from ray_lint.analyses.loop_dependence import LoopResults, loop_results, sequential_by_design
 from ray_lint.diagnostics import Applicability, Severity
-from ray_lint.experiment import Experiment, Plan, Run, Subject, Variant, Verdict, confirmed, script, timed
+from ray_lint.experiment import Experiment, Plan, Run, Subject, Variant, script, timed
 from ray_lint.model import SemanticModel, Submission
 from ray_lint.python_model import (
     COMPREHENSIONS,
@@ -112,24 +112,13 @@ class SubmissionOrderExperiment(Experiment[None]):
             shape,
         )
 
-    def judge_runs(self, verdict: Verdict, subject: Subject, plan: Plan, a: list[Run], b: list[Run]) -> Verdict:
-        if plan.mode == "measured" and max(r.tasks for r in a) < 2:
-            verdict.summary = "the script's entry point ran fewer than 2 tasks: it does not reach the flagged code"
-            return verdict
-        verdict.ratio = statistics.median(x.wall_s / y.wall_s for x, y in zip(a, b) if y.wall_s > 0)
-        wall_a, wall_b = statistics.median(r.wall_s for r in a), statistics.median(r.wall_s for r in b)
-        numbers = f"{plan.a.label} {wall_a:.2f} s vs {plan.b.label} {wall_b:.2f} s ({verdict.ratio:.2f}×)"
+    def evidence(self, plan: Plan, a: list[Run], b: list[Run]) -> tuple[str, bool, str]:
+        """Both forms run the same tasks at once: what changes is the driver work left after the last task."""
         tail_a, tail_b = _driver_tail(a), _driver_tail(b)
-        if tail_a is not None and tail_b is not None:
-            numbers += f"; driver work left after the last task ended: {tail_a:.2f} s vs {tail_b:.2f} s"
-        if verdict.ratio < self.threshold:
-            verdict.status, verdict.summary = "not reproduced", numbers + self.why_not(subject, plan, a, b)
-        elif tail_a is not None and tail_b is not None and tail_a <= tail_b:
-            verdict.status = "not reproduced"
-            verdict.summary = numbers + f": faster, but {plan.b.label} leaves no less work after the tasks"
-        else:
-            verdict.status, verdict.summary = confirmed(plan), numbers
-        return verdict
+        if tail_a is None or tail_b is None:
+            return "", True, ""
+        shown = f"; driver work left after the last task ended: {tail_a:.2f} s vs {tail_b:.2f} s"
+        return shown, tail_a > tail_b, f"{plan.b.label} leaves no less work after the tasks"
 
     def why_not(self, subject: Subject, plan: Plan, a: list[Run], b: list[Run]) -> str:
         return f": below the {self.threshold:.1f}× threshold (the tasks may take about as long as each other)"

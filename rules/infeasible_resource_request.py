@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from ray_lint.diagnostics import Severity
-from ray_lint.experiment import Plan, ReproductionExperiment, Subject, Variant, script
+from ray_lint.experiment import PENDING_S, Plan, ReproductionExperiment, Subject, Variant, script
 from ray_lint.model import RemoteDef, SemanticModel
 from ray_lint.python_model import CallSite, literal_number, literal_string
 from ray_lint.ray_api import (
@@ -38,7 +38,6 @@ DETECTED = frozenset({"memory", "object_store_memory", "TPU", *WHOLE_ONLY, *WHOL
 MULTI_NODE_MODULES = ("ray.cluster_utils", "ray.autoscaler")
 STRATEGY_STRICT_SPREAD = "STRICT_SPREAD"
 TIMEOUT_ERROR = "ray.exceptions.GetTimeoutError"
-PENDING_S = 3  # how long A waits for work that can never be scheduled
 
 # A stand-in task with a resource request; it runs, or stays pending.
 TASK = """

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import statistics
 from dataclasses import dataclass
 
 import libcst as cst
 
 from ray_lint.diagnostics import Applicability, Severity
-from ray_lint.experiment import Experiment, Plan, Run, Subject, Variant, Verdict, confirmed, script, timed
+from ray_lint.experiment import Experiment, Plan, Run, Subject, Variant, script, timed
 from ray_lint.model import RemoteDef, SemanticModel
 from ray_lint.python_model import COMPREHENSIONS, CallSite, FunctionInfo, child_nodes, iter_subtree, scope_within
 from ray_lint.rule import REMOTE_MADE, Context, FixPlan, Invalid, Rule, Valid
@@ -108,24 +107,10 @@ class NestedGetExperiment(Experiment[NestedFacts]):
             shape,
         )
 
-    def judge_runs(self, verdict: Verdict, subject: Subject, plan: Plan, a: list[Run], b: list[Run]) -> Verdict:
-        if plan.mode == "measured" and max(r.tasks for r in a) < 2:
-            verdict.summary = "the script's entry point ran fewer than 2 tasks: it does not reach the flagged code"
-            return verdict
-        verdict.ratio = statistics.median(x.wall_s / y.wall_s for x, y in zip(a, b) if y.wall_s > 0)
-        wall_a, wall_b = statistics.median(r.wall_s for r in a), statistics.median(r.wall_s for r in b)
-        numbers = f"{plan.a.label} {wall_a:.2f} s vs {plan.b.label} {wall_b:.2f} s ({verdict.ratio:.2f}×)"
+    def evidence(self, plan: Plan, a: list[Run], b: list[Run]) -> tuple[str, bool, str]:
+        """Blocked parents make Ray start more workers: the timeline's worker count says so, wall time decides."""
         workers_a, workers_b = _workers(a), _workers(b)
-        if workers_a and workers_b:
-            numbers += f"; worker processes used: {workers_a} vs {workers_b}"
-        warned = sorted({w for r in a for w in r.ray_warnings} - {w for r in b for w in r.ray_warnings})
-        if warned:
-            numbers += f"; Ray itself warned in {plan.a.label}: {warned[0]}"
-        if verdict.ratio >= self.threshold:
-            verdict.status, verdict.summary = confirmed(plan), numbers
-        else:
-            verdict.status, verdict.summary = "not reproduced", numbers + self.why_not(subject, plan, a, b)
-        return verdict
+        return (f"; worker processes used: {workers_a} vs {workers_b}" if workers_a and workers_b else ""), True, ""
 
     def why_not(self, subject: Subject, plan: Plan, a: list[Run], b: list[Run]) -> str:
         return f": below the {self.threshold:.1f}× threshold (a nested get costs about a millisecond per task)"

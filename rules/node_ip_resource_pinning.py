@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from ray_lint.diagnostics import Severity
-from ray_lint.experiment import Plan, ReproductionExperiment, Subject, Variant, script
+from ray_lint.experiment import PENDING_S, Plan, ReproductionExperiment, Subject, Variant, script
 from ray_lint.model import SemanticModel
 from ray_lint.python_model import CallSite, iter_subtree, literal_string
 from ray_lint.ray_api import (
@@ -25,7 +25,6 @@ PREFIX = "node:"
 # The head node's marker: the cluster does not outlive the head, so there is nowhere else to go.
 HEAD_MARKER = "node:__internal_head__"
 GONE_NODE = "node:198.51.100.7"  # a documentation address: the node that died, when the code computes its IP
-PENDING_S = 3  # how long A waits for the pinned work
 
 # The work pinned to a node that is gone: its `node:<ip>` resource has left the cluster with it.
 PINNED_TASK = """

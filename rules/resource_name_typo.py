@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from ray_lint.diagnostics import Applicability, Severity
-from ray_lint.experiment import Plan, ReproductionExperiment, Subject, Variant, script
+from ray_lint.experiment import PENDING_S, Plan, ReproductionExperiment, Subject, Variant, script
 from ray_lint.model import SemanticModel
 from ray_lint.python_model import CallSite, literal_number
 from ray_lint.ray_api import (
@@ -25,7 +25,6 @@ from ray_lint.ray_api import (
 )
 from ray_lint.rule import Context, FixPlan, Invalid, Rule, Valid
 
-PENDING_S = 3  # how long A waits for work that asks for a resource no node has
 
 # A stand-in task given `options`, submitted; it runs, or stays pending for lack of `KEYS`.
 TASK = """

@@ -137,7 +137,8 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
     import ray
 
     ray.init(address=spec["address"], log_to_driver=True)  # Ray's warnings from workers reach the output
-    warm_up(ray, int(spec.get("workers", 1)))
+    if spec.get("workers"):
+        warm_up(ray, int(spec["workers"]))
     connect, disconnect = ray.init, ray.shutdown
 
     def shared_init(*args: Any, **kwargs: Any) -> Any:

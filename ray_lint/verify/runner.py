@@ -15,6 +15,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import suppress
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -202,12 +203,23 @@ def run_job(job: Job, cluster: Cluster, repeat: int, timeout: float, scratch: Pa
     run again, and its fixed form is not run after it. When the code cannot run as is (its first run
     raises or exits, rather than hanging), the rule's model takes its place, and says why."""
 
-    def pair() -> bool:
+    timed = job.experiment.timed
+
+    def run(variant: Variant) -> Run:
         plan = job.plan
-        job.a.append(run_variant(cluster, plan.a, job.subject.path, timeout, scratch, plan.runner, plan.runs_user_code))
-        if job.a[-1].timed_out:  # the fixed form would most likely hang the same way (a driver stuck before
-            return False         # the flagged code): one time limit spent, not two
-        job.b.append(run_variant(cluster, plan.b, job.subject.path, timeout, scratch, plan.runner, plan.runs_user_code))
+        return run_variant(cluster, variant, job.subject.path, timeout, scratch, plan.runner, plan.runs_user_code, timed)
+
+    def pair() -> bool:
+        if not timed:  # nothing is timed: A and B run side by side, and a hang costs one time limit for both
+            with ThreadPoolExecutor(max_workers=2) as pool:
+                a, b = pool.map(run, (job.plan.a, job.plan.b))
+            job.a.append(a)
+            job.b.append(b)
+        else:
+            job.a.append(run(job.plan.a))
+            if job.a[-1].timed_out:  # the fixed form would most likely hang the same way (a driver stuck before
+                return False         # the flagged code): one time limit spent, not two
+            job.b.append(run(job.plan.b))
         return job.experiment.ran_as_planned(job.a[-1]) and job.b[-1].ok
 
     succeeded, failures = pair(), []
@@ -218,7 +230,7 @@ def run_job(job: Job, cluster: Cluster, repeat: int, timeout: float, scratch: Pa
         job.b.clear()
         succeeded = pair()
     rounds = job.experiment.rounds or repeat
-    while succeeded and len(job.a) < rounds:
+    while succeeded and len(job.a) < rounds and not job.experiment.settled(job.a, job.b):
         succeeded = pair()
 
 
@@ -232,6 +244,7 @@ def _attempt(plan: Plan) -> str:
 
 def run_variant(
     cluster: Cluster, variant: Variant, path: str, timeout: float, scratch: Path, runner: Runner = Runner(), user_code: bool = True,
+    timed: bool = True,
 ) -> Run:
     """One variant in its own process, in its own session so that everything it starts can be
     killed; output goes to a file of which only the tail is kept."""
@@ -241,7 +254,8 @@ def run_variant(
     spec = {
         "address": cluster.address, "source": variant.source, "path": str(Path(path).resolve()), "result": result_path,
         "filename": str(Path(path).resolve()) if user_code else MODEL_FILENAME,  # a model's traceback quotes no line of the user's file
-        "workers": int(cluster.num_cpus), "flush_s": cluster.event_flush_s,
+        # A timed run starts its workers before the clock and leaves its task events time to reach the timeline.
+        "workers": int(cluster.num_cpus) if timed else 0, "flush_s": cluster.event_flush_s if timed else 0,
         "runner": runner.kind, "module": runner.module, "tests": list(runner.tests), "function": runner.function,
         "basetemp": spec_path + ".pytest",  # the tests' tmp_path folders: in the scratch folder, removed with it
     }
