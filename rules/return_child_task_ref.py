@@ -99,7 +99,8 @@ class ChildRefExperiment(ReproductionExperiment[None]):
             "value = ray.get(ref, timeout=20)\n"
         )
         returns_value = (
-            tasks + "@ray.remote\ndef parent():\n    exit_soon()\n    return ray.get(child.remote())\n\n"
+            # the timer starts once the child's value is in hand: a slow worker start must not kill the parent first
+            tasks + "@ray.remote\ndef parent():\n    value = ray.get(child.remote())\n    exit_soon()\n    return value\n\n"
             "value = ray.get(parent.remote())\n"
             f"time.sleep({self.SETTLE_S})\n"
             "__ray_lint_evidence__ = {'right': f'the caller still holds the result, {len(value):,} bytes'}\n"
