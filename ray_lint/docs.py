@@ -13,7 +13,6 @@ import argparse
 import sys
 from pathlib import Path
 
-from ray_lint.experiment import EvidenceExperiment, ReproductionExperiment
 from ray_lint.rule import Rule, all_rules
 
 DOCS_DIR = Path(__file__).resolve().parent.parent / "docs" / "rules"
@@ -39,13 +38,7 @@ def render_rule(rule: type[Rule]) -> str:
 
 def verification(rule: type[Rule]) -> str:
     """What the rule's experiment shows, in a few words ("" without one)."""
-    if rule.experiment is None:
-        return ""
-    if isinstance(rule.experiment, ReproductionExperiment):
-        return "reproduces the failure"
-    if isinstance(rule.experiment, EvidenceExperiment):
-        return "reads what Ray hands the task"
-    return "times the flagged form against the fixed one"
+    return rule.experiment.shows if rule.experiment is not None else ""
 
 
 def _paragraph(text: str | None) -> str:

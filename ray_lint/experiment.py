@@ -21,6 +21,7 @@ Nothing here imports Ray: rule modules import this on the lint path.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import statistics
@@ -245,12 +246,7 @@ class Subject:
         stem = Path(self.path).stem
         found: list[str] = []
         for place in places:
-            files = [place] if place.is_file() else sorted(_test_files_under(place))
-            for file in files:
-                try:
-                    text = file.read_text(encoding="utf-8")
-                except (OSError, UnicodeDecodeError):
-                    continue
+            for file, text in _test_texts(place):
                 if re.search(rf"\b{re.escape(function)}\b", text) and re.search(rf"\b{re.escape(stem)}\b", text):
                     found.append(str(file.resolve()))
         return found[:MAX_TEST_FILES]
@@ -260,13 +256,23 @@ MAX_TEST_FILES = 20
 _SKIPPED_FOLDERS = frozenset({".git", ".venv", "venv", "node_modules", "site-packages", "build", "dist", "__pycache__", ".tox", ".nox"})
 
 
-def _test_files_under(folder: Path) -> list[Path]:
-    """`test_*.py` and `*_test.py` under `folder`, outside virtual environments and build output."""
-    found = []
-    for directory, subfolders, files in os.walk(folder):
-        subfolders[:] = [s for s in subfolders if s not in _SKIPPED_FOLDERS and not s.startswith(".")]
-        found += [Path(directory, f) for f in files if f.endswith(".py") and (f.startswith("test_") or f.endswith("_test.py"))]
-    return found
+@functools.lru_cache(maxsize=8)
+def _test_texts(place: Path) -> tuple[tuple[Path, str], ...]:
+    """The test file `place`, or the `test_*.py` and `*_test.py` files under it (outside virtual
+    environments and build output), with their text: read once per verify run, not once per finding."""
+    files = [place]
+    if not place.is_file():
+        files = []
+        for directory, subfolders, names in os.walk(place):
+            subfolders[:] = sorted(s for s in subfolders if s not in _SKIPPED_FOLDERS and not s.startswith("."))
+            files += [Path(directory, n) for n in sorted(names) if n.endswith(".py") and (n.startswith("test_") or n.endswith("_test.py"))]
+    texts = []
+    for file in files:
+        try:
+            texts.append((file, file.read_text(encoding="utf-8")))
+        except (OSError, UnicodeDecodeError):
+            continue
+    return tuple(texts)
 
 
 def _package_of(path: Path) -> tuple[str, str] | None:
@@ -316,6 +322,7 @@ class Experiment(Generic[Facts]):
     # Whether the fix works by running more tasks at once, so that Ray's timeline must agree; False for
     # fixes that save overhead (fewer tasks, fewer copies), where parallelism has nothing to show.
     more_parallelism = True
+    shows = "times the flagged form against the fixed one"  # in the rule's docs
     timed = True  # whether the runs are timed: the workers are started before the clock, the timeline read after
     clear_margin = 1.35  # a first round at `clear_margin` × the threshold (or at no gain) settles the verdict
     facts_type: type[Facts]
@@ -425,6 +432,7 @@ class EvidenceExperiment(Experiment[Facts]):
 
     rounds = 1  # what Ray hands a task does not vary by run
     timed = False
+    shows = "reads what Ray hands the task"
 
     def judge_runs(self, verdict: Verdict, subject: Subject, plan: Plan, a: list[Run], b: list[Run]) -> Verdict:
         outcome, verdict.summary = self.read(subject, a[0].evidence, b[0].evidence)
@@ -446,6 +454,7 @@ class ReproductionExperiment(Experiment[Facts]):
 
     rounds = 1  # an error either shows or it does not
     timed = False
+    shows = "reproduces the failure"
     expected = r"$^"  # a regular expression searched in A's error text
 
     def plan(self, subject: Subject) -> Plan | str:

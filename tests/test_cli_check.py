@@ -451,10 +451,11 @@ def test_config_command_text(run, tmp_path):
     assert "select = []  # from default" in lines
     assert "preview = false  # from default" in lines
     assert "extend-exclude = []  # from default" in lines
+    assert "verify.tests = []  # from default" in lines
     keys = [line.split(" = ", 1)[0] for line in lines]
     settings = [
         "enabled rules", "select", "extend-select", "ignore", "extend-ignore", "preview", "per-file-ignores", "exclude",
-        "extend-exclude", "test-files", "all-rules-in-tests", "docs-url",
+        "extend-exclude", "test-files", "all-rules-in-tests", "docs-url", "verify.tests",
     ]
     assert keys[: len(settings)] == settings
     assert 'test-files = ["tests/", "test/", "test_*.py", "*_test.py", "conftest.py"]  # from default' in lines
