@@ -338,6 +338,16 @@ class Experiment(Generic[Facts]):
         """The variants to run, or the reason the finding cannot be verified here."""
         raise NotImplementedError
 
+    def on_user_code_or(self, subject: Subject, model: Plan) -> Plan:
+        """The user's code as written and with the finding's fix, timing the flagged function (its entry
+        point, else its tests: `Subject.on_user_code`), falling back to `model`; the model alone when
+        the rule has no fix to apply."""
+        fixed = subject.fixed_text()
+        if fixed is None:
+            return model
+        written, corrected = Variant("as written", subject.instrumented(subject.text)), Variant("fixed", subject.instrumented(fixed))
+        return subject.on_user_code(written, corrected, "timing", model) or model
+
     def ran_as_planned(self, run: Run) -> bool:
         """Whether a run of A did what the plan needs (a script that raises cannot be timed)."""
         return run.ok
@@ -396,6 +406,19 @@ class Experiment(Generic[Facts]):
         """A hint, after the numbers, on why the slowdown did not show."""
         return f": below the {self.threshold:.1f}× threshold"
 
+
+# A stand-in for a numpy array in models (numpy may not be installed): its buffer is pickled out of
+# band, as numpy's is, so Ray stores it without a copy into the pickle.
+OUT_OF_BAND_ARRAY = """import pickle
+
+class Array:
+    def __init__(self, buffer):
+        self.buffer = buffer
+
+    def __reduce_ex__(self, protocol):
+        return Array, (pickle.PickleBuffer(self.buffer),)
+
+"""
 
 # A method for a modelled async actor whose calls append their (start, end) to `self.spans`.
 MOST_AT_ONCE = """\

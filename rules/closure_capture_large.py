@@ -9,7 +9,7 @@ import libcst as cst
 
 from ray_lint.analyses.captures import Capture, captured_by_remotes
 from ray_lint.diagnostics import Severity
-from ray_lint.experiment import Experiment, Plan, Subject, Variant, script, timed
+from ray_lint.experiment import OUT_OF_BAND_ARRAY, Experiment, Plan, Subject, Variant, script, timed
 from ray_lint.model import RemoteDef, SemanticModel
 from ray_lint.python_model import LARGE_MARKER
 from ray_lint.ray_api import remote_kind
@@ -30,18 +30,6 @@ RAY_ERROR_BYTES = 10**8
 
 
 # A buffer that pickles out of band, as a numpy array does: a task reads it from the object store without a copy.
-_ARRAY = """import pickle
-
-class Array:
-    def __init__(self, buffer):
-        self.buffer = buffer
-
-    def __reduce_ex__(self, protocol):
-        return Array, (pickle.PickleBuffer(self.buffer),)
-
-"""
-
-
 class ClosureCaptureLargeExperiment(Experiment[None]):
     """A remote function that reads a 20 MB module-level array (cloudpickle copies it into the function
     Ray exports; an actor class is exported the same way) against the same function handed the array as
@@ -53,7 +41,7 @@ class ClosureCaptureLargeExperiment(Experiment[None]):
     CALLS = 4
 
     def plan(self, subject: Subject) -> Plan:
-        data = _ARRAY + f"DATA = Array(bytearray({self.MB} * 10**6))\n\n"
+        data = OUT_OF_BAND_ARRAY + f"DATA = Array(bytearray({self.MB} * 10**6))\n\n"
         captured = "@ray.remote\ndef lookup(i):\n    return memoryview(DATA.buffer)[i]\n\n"
         passed = "@ray.remote\ndef lookup(data, i):\n    return memoryview(data.buffer)[i]\n\n"
         calls = f"range({self.CALLS})"

@@ -89,12 +89,7 @@ class GetInLoopExperiment(Experiment[LoopFacts]):
     ASSUMED_ITERATIONS = 8
 
     def plan(self, subject: Subject) -> Plan | str:
-        model = self.model(subject)
-        fixed = subject.fixed_text()
-        if fixed is None:
-            return model
-        written, corrected = Variant("as written", subject.instrumented(subject.text)), Variant("fixed", subject.instrumented(fixed))
-        return subject.on_user_code(written, corrected, "timing", model) or model
+        return self.on_user_code_or(subject, self.model(subject))
 
     def model(self, subject: Subject) -> Plan:
         known = self.facts(subject).iterations

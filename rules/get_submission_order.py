@@ -77,17 +77,7 @@ class SubmissionOrderExperiment(Experiment[None]):
     WORK_SECONDS = 0.1
 
     def plan(self, subject: Subject) -> Plan:
-        model = self.model()
-        fixed = subject.fixed_text()
-        if fixed is None or not subject.has_entry_point():
-            return model
-        return Plan(
-            Variant("as written", subject.instrumented(subject.text)),
-            Variant("fixed", subject.instrumented(fixed)),
-            "measured",
-            "the script run from its entry point, timing the function that holds the loop",
-            fallback=model,
-        )
+        return self.on_user_code_or(subject, self.model())
 
     def model(self) -> Plan:
         delays = [self.STRAGGLER_SECONDS] + [self.SHORT_SECONDS] * self.SHORT_TASKS

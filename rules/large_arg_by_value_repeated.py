@@ -7,7 +7,7 @@ import re
 import libcst as cst
 
 from ray_lint.diagnostics import Applicability, Severity, line_offsets
-from ray_lint.experiment import Experiment, Plan, Subject, Variant, script, timed
+from ray_lint.experiment import OUT_OF_BAND_ARRAY, Experiment, Plan, Subject, Variant, script, timed
 from ray_lint.model import SemanticModel
 from ray_lint.python_model import Binding, CallSite, Loop, Scope, block_statements, root_name
 from ray_lint.rule import Context, FixPlan, Invalid, Rule, Valid
@@ -28,18 +28,6 @@ READING_FUNCTIONS = frozenset({"len", "print", "str", "repr", "id", "type", "isi
 
 
 # A buffer that pickles out of band, as a numpy array does: a task reads it from the object store without a copy.
-_ARRAY = """import pickle
-
-class Array:
-    def __init__(self, buffer):
-        self.buffer = buffer
-
-    def __reduce_ex__(self, protocol):
-        return Array, (pickle.PickleBuffer(self.buffer),)
-
-"""
-
-
 class LargeArgByValueRepeatedExperiment(Experiment[None]):
     """One 16 MiB array passed by value to 10 tasks against `ray.put` once and its ref passed to the
     same 10 tasks (the fix). It needs nothing of the finding: the model's size stays modest whatever
@@ -51,7 +39,7 @@ class LargeArgByValueRepeatedExperiment(Experiment[None]):
 
     def plan(self, subject: Subject) -> Plan:
         setup = (
-            _ARRAY + "@ray.remote\ndef use(payload, i):\n    return len(payload.buffer) + i\n\n"
+            OUT_OF_BAND_ARRAY + "@ray.remote\ndef use(payload, i):\n    return len(payload.buffer) + i\n\n"
             f"payload = Array(bytearray({self.MIB} * 2**20))\n"
         )
         by_value = f"return ray.get([use.remote(payload, i) for i in range({self.CALLS})])"

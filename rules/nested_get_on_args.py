@@ -75,17 +75,7 @@ class NestedGetExperiment(Experiment[NestedFacts]):
     ASSUMED_REFS = 3
 
     def plan(self, subject: Subject) -> Plan:
-        model = self.model(subject)
-        fixed = subject.fixed_text()
-        if fixed is None or not subject.has_entry_point():
-            return model
-        return Plan(
-            Variant("as written", subject.instrumented(subject.text)),
-            Variant("fixed", subject.instrumented(fixed)),
-            "measured",
-            "the script run from its entry point, timing the function that submits the task",
-            fallback=model,
-        )
+        return self.on_user_code_or(subject, self.model(subject))
 
     def model(self, subject: Subject) -> Plan:
         known = self.facts(subject).refs

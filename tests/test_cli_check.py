@@ -820,8 +820,10 @@ def test_watch(tmp_path):
     write(tmp_path / "b.py", CLEAN)
     env = {k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR", "NO_COLOR", "RAY_LINT_OUTPUT_FORMAT", "TTY_COMPATIBLE")}
     command = [sys.executable, "-m", "ray_lint", "check", "--watch", "--jobs", "1", "--timings", "--output-format", "concise", "."]
+    # Ctrl-C must reach it however this test was launched: a background job inherits SIGINT ignored.
     proc = subprocess.Popen(
-        command, cwd=tmp_path, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        command, cwd=tmp_path, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     lines: queue.Queue[str] = queue.Queue()
     threading.Thread(target=_lines, args=(proc.stdout, lines), daemon=True).start()
