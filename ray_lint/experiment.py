@@ -196,13 +196,13 @@ class Subject:
 
     def flagged_function(self) -> str | None:
         """The name of the innermost (non-async) function that holds the finding: the one timed."""
-        holders = _sync_holders(cst.parse_module(self.text), self.diagnostic.start.line)
+        holders = _functions_holding(cst.parse_module(self.text), self.diagnostic.start.line, timeable=True)
         return max(holders, key=lambda item: item[0])[1].name.value if holders else None
 
     def instrumented(self, text: str) -> str:
         """`text` with the innermost (non-async) function that holds the finding decorated with the
         probe's timer, so that the verdict times that function and compares its return values."""
-        holders = _sync_holders(cst.parse_module(text), self.diagnostic.start.line)
+        holders = _functions_holding(cst.parse_module(text), self.diagnostic.start.line, timeable=True)
         if not holders:
             return text
         start = max(holders, key=lambda item: item[0])[0]
@@ -285,24 +285,20 @@ def _package_of(path: Path) -> tuple[str, str] | None:
     return (str(folder), ".".join(parts)) if len(parts) > 1 else None
 
 
-def _sync_holders(module: cst.Module, line: int) -> list[tuple[int, cst.FunctionDef]]:
-    """The functions the probe's timer can time: sync, and run by the driver (a remote function's or
-    actor method's body runs in a worker, where the timer never sees it)."""
+def _functions_holding(module: cst.Module, line: int, timeable: bool = False) -> list[tuple[int, cst.FunctionDef]]:
+    """(first line, node) of every function whose code spans `line`; with `timeable`, only those the
+    probe's timer can time: sync, and run by the driver (a remote function's or actor method's body
+    runs in a worker, where the timer never sees it)."""
     model = SemanticModel(module)
-    return [
-        (model.position(info.node).start.line, info.node)
-        for info in model.functions
-        if info.node.asynchronous is None
-        and model.remote_of_scope(info.scope) is None
-        and model.position(info.node).start.line <= line <= model.position(info.node).end.line
-    ]
-
-
-def _functions_holding(module: cst.Module, line: int) -> list[tuple[int, cst.FunctionDef]]:
-    """(first line, node) of every function whose code spans `line`."""
-    model = SemanticModel(module)
-    spans = [(model.position(info.node), info.node) for info in model.functions]
-    return [(span.start.line, node) for span, node in spans if span.start.line <= line <= span.end.line]
+    found = []
+    for info in model.functions:
+        span = model.position(info.node)
+        if not span.start.line <= line <= span.end.line:
+            continue
+        if timeable and (info.node.asynchronous is not None or model.remote_of_scope(info.scope) is not None):
+            continue
+        found.append((span.start.line, info.node))
+    return found
 
 
 def _is_main_guard(statement: cst.CSTNode) -> bool:

@@ -37,6 +37,10 @@ class ClosureCaptureLargeExperiment(Experiment[None]):
     It needs nothing of the finding."""
 
     facts_type = type(None)
+    # By wall time alone: both variants run the same tasks, so Ray's timeline shows no more running at once in
+    # B; what B saves is pickling the object into the function, exporting it through the GCS and importing it
+    # in each worker.
+    more_parallelism = False
     MB = 20
     CALLS = 4
 
@@ -54,11 +58,6 @@ class ClosureCaptureLargeExperiment(Experiment[None]):
             "modelled",
             f"a remote function reading a {self.MB} MB global array, called {self.CALLS} times",
         )
-
-    # By wall time alone: both variants run the same tasks, so Ray's timeline shows no more running at once in
-    # B; what B saves is pickling the object into the function, exporting it through the GCS and importing it
-    # in each worker.
-    more_parallelism = False
 
 
 

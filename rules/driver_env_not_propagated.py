@@ -128,9 +128,7 @@ SYS_PATH_FIX = HELPER_MODULE + """
 import subprocess
 
 address = ray.get_runtime_context().gcs_address
-driver = f'''
-import sys
-import ray
+driver = "import sys\\nimport ray\\n" + f'''
 sys.path.append({folder!r})
 from ray_lint_helpers import score
 ray.init(address={address!r}, runtime_env={{"py_modules": [{module_path!r}]}})

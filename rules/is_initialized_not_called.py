@@ -58,8 +58,7 @@ GUARD_MODEL = """
 import subprocess
 import sys
 
-driver = f'''
-import ray
+driver = "import ray\\n" + f'''
 {guard}
 '''
 done = subprocess.run([sys.executable, "-c", driver], capture_output=True, text=True, timeout=60)

@@ -34,6 +34,9 @@ class LargeArgByValueRepeatedExperiment(Experiment[None]):
     the code's is."""
 
     facts_type = type(None)
+    # By wall time alone: both variants run the same tasks, so Ray's timeline shows no more running at once in
+    # B; what B saves is serializing and storing the object once per call.
+    more_parallelism = False
     MIB = 16
     CALLS = 10
 
@@ -50,10 +53,6 @@ class LargeArgByValueRepeatedExperiment(Experiment[None]):
             "modelled",
             f"a {self.MIB} MiB array passed to {self.CALLS} tasks: {self.CALLS} copies in the object store, or one",
         )
-
-    # By wall time alone: both variants run the same tasks, so Ray's timeline shows no more running at once in
-    # B; what B saves is serializing and storing the object once per call.
-    more_parallelism = False
 
 
 

@@ -279,6 +279,10 @@ class RedefineRemoteInLoopExperiment(Experiment[None]):
     of one remote function made before the loop (the fix). It needs nothing of the finding."""
 
     facts_type = type(None)
+    # By wall time alone: both variants run the same tasks, so Ray's timeline shows no more running at once in
+    # B; what B saves is the export of a new function (pickled, sent to the GCS, imported by a worker) per
+    # iteration.
+    more_parallelism = False
     DEFINITIONS = 100
 
     def plan(self, subject: Subject) -> Plan:
@@ -291,11 +295,6 @@ class RedefineRemoteInLoopExperiment(Experiment[None]):
             "modelled",
             f"{self.DEFINITIONS} iterations, each submitting one task of a small function",
         )
-
-    # By wall time alone: both variants run the same tasks, so Ray's timeline shows no more running at once in
-    # B; what B saves is the export of a new function (pickled, sent to the GCS, imported by a worker) per
-    # iteration.
-    more_parallelism = False
 
 
 

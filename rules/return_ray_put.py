@@ -61,6 +61,10 @@ class ReturnRayPutExperiment(Experiment[None]):
     against the same tasks returning the value (the fix). It needs nothing of the finding."""
 
     facts_type = type(None)
+    # By wall time alone: both variants run the same tasks, so Ray's timeline shows no more running at once in
+    # B; what B saves is a `ray.put` per task, a second `ray.get` per result, and values that are no longer
+    # inlined in the task's reply.
+    more_parallelism = False
     TASKS = 500
 
     def plan(self, subject: Subject) -> Plan:
@@ -73,11 +77,6 @@ class ReturnRayPutExperiment(Experiment[None]):
             "modelled",
             f"{self.TASKS} tasks returning a small value",
         )
-
-    # By wall time alone: both variants run the same tasks, so Ray's timeline shows no more running at once in
-    # B; what B saves is a `ray.put` per task, a second `ray.get` per result, and values that are no longer
-    # inlined in the task's reply.
-    more_parallelism = False
 
 
 

@@ -7,6 +7,7 @@ This executes the user's code. Only `ray-lint verify` calls it.
 from __future__ import annotations
 
 import ast
+import functools
 import json
 import os
 import re
@@ -23,12 +24,12 @@ from typing import Any
 
 from ray_lint.api import RunOptions, lint_file, resolve
 from ray_lint.diagnostics import FILE_ERROR_CODE
+from ray_lint.engine import lint_text
 from ray_lint.config import Resolver
 from ray_lint.experiment import Experiment, Plan, ReproductionExperiment, Run, Runner, Subject, Variant, Verdict, last_line
 from ray_lint.files import Skipped, discover
 from ray_lint.results import FileResult
-from ray_lint.engine import lint_text
-from ray_lint.rule import all_rules, rule_by_code_or_name
+from ray_lint.rule import Rule, all_rules, rule_by_code_or_name
 from ray_lint.source import is_notebook
 from ray_lint.verify.cluster import Cluster
 
@@ -134,8 +135,12 @@ def _syntax_error(result: FileResult) -> SyntaxError | None:
 
 def _still_fails(text: str) -> bool:
     """Whether `text` has a finding of a rule whose experiment reproduces a failure."""
-    rules = [rule() for rule in all_rules() if isinstance(rule.experiment, ReproductionExperiment)]
-    return bool(lint_text(text, rules))
+    return bool(lint_text(text, [rule() for rule in _reproducing_rules()]))
+
+
+@functools.cache
+def _reproducing_rules() -> tuple[type[Rule], ...]:
+    return tuple(rule for rule in all_rules() if isinstance(rule.experiment, ReproductionExperiment))
 
 
 def _experiment_of(code: str) -> Experiment | None:
@@ -199,9 +204,10 @@ def run_jobs(
 
 
 def run_job(job: Job, cluster: Cluster, repeat: int, timeout: float, scratch: Path) -> None:
-    """A B pairs, `repeat` times (once for evidence) or until a run fails; a variant that times out is not
+    """A B pairs: the experiment's `rounds` (else `repeat`), fewer when the first settles the verdict, or until
+    a run fails; untimed pairs run side by side. A variant that times out is not
     run again, and its fixed form is not run after it. When the code cannot run as is (its first run
-    raises or exits, rather than hanging), the rule's model takes its place, and says why."""
+    raises or exits, rather than hanging), the next plan (its tests, then the rule's model) takes its place and says why."""
 
     timed = job.experiment.timed
 
