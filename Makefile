@@ -25,7 +25,8 @@ $(STAMP): pyproject.toml
 # message lengths and the fix harness. No Ray cluster, no packaging, no end-to-end runs of the command: `make test` runs those too.
 CHECK_TESTS := tests/test_rule_examples.py tests/test_eval_files.py tests/test_model.py tests/test_engine.py \
 	tests/test_config.py tests/test_noqa.py tests/test_notebook_mapping.py tests/test_docs.py \
-	tests/test_sizes.py tests/test_project.py tests/test_architecture.py tests/test_messages.py tests/test_fixes.py
+	tests/test_sizes.py tests/test_project.py tests/test_architecture.py tests/test_messages.py tests/test_fixes.py \
+	tests/test_libraries.py
 
 check: $(STAMP)
 	$(BIN)/python -m pytest -q $(CHECK_TESTS)

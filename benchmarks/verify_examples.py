@@ -7,6 +7,10 @@ examples with `ray-lint check`, and prints a Markdown table: rule, what ran, mod
 error, and the median wall time of each variant. A benchmark, not a test: run it on a quiet machine.
 
     python benchmarks/verify_examples.py [--num-cpus 2] [--out benchmarks/verify-examples.md]
+    python benchmarks/verify_examples.py --libraries [--out benchmarks/verify-examples-libraries.md]
+
+`--libraries` runs the examples of the Ray Data, Train, Tune and Serve rules (issue 21), in
+`examples/libraries/`, with `--preview` so that the preview rules' examples get a verdict too.
 """
 
 from __future__ import annotations
@@ -23,12 +27,16 @@ ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
 
 
-def default_rules() -> set[str]:
-    """The codes of the default rules (RAY000, the file-error report, aside), from `ray-lint rule --all`."""
+def default_rules(libraries: bool) -> set[str]:
+    """The codes of the default rules (RAY000, the file-error report, aside), from `ray-lint rule --all`:
+    Ray Core's (below RAY100) or the libraries'."""
     out = subprocess.run(
         [sys.executable, "-m", "ray_lint", "rule", "--all", "--output-format", "json"], capture_output=True, text=True, check=True,
     ).stdout
-    return {rule["code"] for rule in json.loads(out) if not rule["preview"] and rule["code"] != "RAY000"}
+    return {
+        rule["code"] for rule in json.loads(out)
+        if not rule["preview"] and rule["code"] != "RAY000" and (int(rule["code"][3:]) >= 100) == libraries
+    }
 
 
 def numbers(verdict: dict[str, Any]) -> str:
@@ -46,12 +54,15 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--num-cpus", type=int, default=2)
     parser.add_argument("--out", type=Path, help="also write the table to this Markdown file")
+    parser.add_argument("--libraries", action="store_true", help="the library rules' examples, in examples/libraries/")
     args = parser.parse_args()
-    bad = sorted(p for p in EXAMPLES.glob("*.py") if not p.stem.endswith("_fixed"))
-    fixed = sorted(EXAMPLES.glob("*_fixed.py"))
+    folder = EXAMPLES / "libraries" if args.libraries else EXAMPLES
+    bad = sorted(p for p in folder.glob("*.py") if not p.stem.endswith("_fixed"))
+    fixed = sorted(folder.glob("*_fixed.py"))
+    preview = ["--preview"] if args.libraries else []
     began = time.perf_counter()
     run = subprocess.run(
-        [sys.executable, "-m", "ray_lint", "verify", "--isolated", "--num-cpus", str(args.num_cpus), "--output-format", "json",
+        [sys.executable, "-m", "ray_lint", "verify", "--isolated", *preview, "--num-cpus", str(args.num_cpus), "--output-format", "json",
          *map(str, bad), *map(str, fixed)],
         capture_output=True, text=True, cwd=ROOT,
     )
@@ -61,12 +72,12 @@ def main() -> int:
         return 2
     verdicts = json.loads(run.stdout)
     check = subprocess.run(
-        [sys.executable, "-m", "ray_lint", "check", "--isolated", "--no-cache", "--output-format", "json", *map(str, fixed)],
+        [sys.executable, "-m", "ray_lint", "check", "--isolated", "--no-cache", *preview, "--output-format", "json", *map(str, fixed)],
         capture_output=True, text=True, cwd=ROOT,
     )
     fixed_findings = json.loads(check.stdout) if check.stdout.strip() else []
     lines = [
-        f"`ray-lint verify --num-cpus {args.num_cpus}` on {len(bad)} examples and {len(fixed)} fixed forms: "
+        f"`ray-lint verify {' '.join(preview)}{' ' if preview else ''}--num-cpus {args.num_cpus}` on {len(bad)} examples and {len(fixed)} fixed forms: "
         f"{wall:.0f} s wall, cluster start included; {len(verdicts)} verdicts; "
         f"findings in the fixed forms: {len(fixed_findings)}.",
         "",
@@ -80,7 +91,7 @@ def main() -> int:
             f"{numbers(verdict)} | {median_walls(verdict)} |"
         )
     shown = {v["code"] for v in verdicts if v["status"] in ("confirmed on your code", "pattern confirmed (model)", "reproduced")}
-    missing = sorted(default_rules() - shown)
+    missing = sorted(default_rules(args.libraries) - shown)
     lines += ["", f"Default rules without a verdict that shows the problem: {', '.join(missing) or 'none'}."]
     text = "\n".join(lines) + "\n"
     print(text)

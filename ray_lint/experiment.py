@@ -321,6 +321,12 @@ class Experiment(Generic[Facts]):
     shows = "times the flagged form against the fixed one"  # in the rule's docs
     timed = True  # whether the runs are timed: the workers are started before the clock, the timeline read after
     clear_margin = 1.35  # a first round at `clear_margin` × the threshold (or at no gain) settles the verdict
+    # Whether an untimed experiment's A and B may run at the same time: not where both would start the one
+    # instance of a library a cluster holds (Serve's controller).
+    side_by_side = True
+    # The time limit a variant gets at least, whatever `--timeout` says: a Ray Train or Tune run starts its
+    # own workers and coordinator before the flagged code runs.
+    least_timeout_s = 0.0
     facts_type: type[Facts]
 
     def facts(self, subject: Subject) -> Facts:
@@ -459,6 +465,43 @@ class EvidenceExperiment(Experiment[Facts]):
         return verdict
 
     def read(self, subject: Subject, flagged: Any, compared: Any) -> tuple[Outcome, str]:
+        raise NotImplementedError
+
+
+class GpuVisibilityExperiment(EvidenceExperiment[None]):
+    """What code that Ray runs sees of the node's GPUs without `num_gpus` and with it: `probe` (a model
+    whose `{options}` the request fills) leaves `{"CUDA_VISIBLE_DEVICES": ..., "gpu_ids": [...]}`. On a
+    machine without GPUs the verifier's cluster has logical ones, which is enough to show Ray's isolation
+    (or its absence). It needs nothing of the finding: the probe is the same for every one."""
+
+    facts_type = type(None)
+    probe: str
+    request: str  # the options text that asks for one GPU, put in the probe's `{options}`
+    shape: str
+    not_shown: str  # the verdict's words when Ray isolates the code after all
+
+    def plan(self, subject: Subject) -> Plan | str:
+        if subject.cluster_gpus < 1:
+            return "the cluster has no GPUs, real or logical: run on one that has (--address)"
+        return Plan(
+            Variant("no num_gpus", script(self.probe.format(options=""))),
+            Variant("num_gpus=1", script(self.probe.format(options=self.request))),
+            "evidence",
+            self.shape,
+        )
+
+    def read(self, subject: Subject, flagged: Any, compared: Any) -> tuple[Outcome, str]:
+        seen = flagged["CUDA_VISIBLE_DEVICES"]
+        isolated = compared["gpu_ids"] and compared["CUDA_VISIBLE_DEVICES"] == ",".join(compared["gpu_ids"])
+        numbers = (
+            f"without num_gpus: ray.get_gpu_ids()={flagged['gpu_ids']}, CUDA_VISIBLE_DEVICES={seen!r}; "
+            f"with num_gpus=1: {compared['gpu_ids']}, {compared['CUDA_VISIBLE_DEVICES']!r}"
+        )
+        shown = self.exposure(seen) if not flagged["gpu_ids"] and isolated else None
+        return ("confirmed", f"{shown} ({numbers})") if shown else ("not reproduced", f"{self.not_shown} ({numbers})")
+
+    def exposure(self, seen: str | None) -> str | None:
+        """What it means that code given no GPU sees `seen`, or None when that shows nothing wrong."""
         raise NotImplementedError
 
 

@@ -2,35 +2,20 @@
 
 from __future__ import annotations
 
-
-import libcst as cst
-
-from ray_lint.diagnostics import Applicability, Severity
-from ray_lint.experiment import MOST_AT_ONCE, AsyncActorExperiment, Plan, Subject, Variant, script, timed
-from ray_lint.model import RemoteDef, SemanticModel
-from ray_lint.python_model import CallSite, FunctionInfo, literal_number, root_name
-from ray_lint.rule import REMOTE_MADE, Context, FixPlan, Invalid, Rule, Valid
-
-HTTP_VERBS = ("get", "post", "put", "patch", "delete", "head", "options", "request")
-# Blocking calls by qualified name, with what to use instead. `ray.get` / `ray.wait` are RAY006's.
-BLOCKING_CALLS: dict[str, str] = {
-    "time.sleep": "`await asyncio.sleep(...)`",
-    **{f"requests.{verb}": "an async client (aiohttp, `httpx.AsyncClient`) or `await asyncio.to_thread(...)`" for verb in HTTP_VERBS},
-    **{f"httpx.{verb}": "`httpx.AsyncClient` or `await asyncio.to_thread(...)`" for verb in (*HTTP_VERBS, "stream")},
-    "urllib.request.urlopen": "an async client (aiohttp, `httpx.AsyncClient`) or `await asyncio.to_thread(...)`",
-    "urllib3.request": "an async client (aiohttp, `httpx.AsyncClient`) or `await asyncio.to_thread(...)`",
-    **{
-        f"subprocess.{name}": "`await asyncio.create_subprocess_exec(...)` or `await asyncio.to_thread(...)`"
-        for name in ("run", "call", "check_call", "check_output", "getoutput", "getstatusoutput")
-    },
-    **{f"os.{name}": "`asyncio.create_subprocess_*` or `await asyncio.to_thread(...)`" for name in ("system", "wait", "waitpid", "wait3", "wait4")},
-    **{
-        f"socket.{name}": "`await loop.getaddrinfo(...)` / `asyncio.open_connection(...)` or `await asyncio.to_thread(...)`"
-        for name in ("create_connection", "getaddrinfo", "gethostbyname", "gethostbyname_ex", "gethostbyaddr")
-    },
-}
-# Text one of the names above needs in the file, whatever its import style (`from time import sleep`).
-BLOCKING_TOKENS = ("sleep", "requests", "httpx", "urlopen", "urllib3", "subprocess", "system", "wait", "socket")
+from ray_lint.blocking_calls import blocking_call, mentions_blocking_call, sleep_fix
+from ray_lint.diagnostics import Severity
+from ray_lint.experiment import (
+    MOST_AT_ONCE,
+    AsyncActorExperiment,
+    Plan,
+    Subject,
+    Variant,
+    script,
+    timed,
+)
+from ray_lint.model import RemoteDef
+from ray_lint.python_model import CallSite, FunctionInfo
+from ray_lint.rule import REMOTE_MADE, Context, Invalid, Rule, Valid
 
 
 # An async actor method that counts how many of the actor's calls ran at once, from the `(start, end)`
@@ -231,84 +216,21 @@ blocking calls have no fix: the async replacement depends on the library.
 
     def wants(self, text: str) -> bool:
         """The pre-filter, plus one of the blocking names: a file needs `async def`, a remote class and a blocking call."""
-        return super().wants(text) and any(token in text for token in BLOCKING_TOKENS)
+        return super().wants(text) and mentions_blocking_call(text)
 
     def check(self, ctx: Context) -> None:
         model = ctx.model
         for site in model.calls:
-            if not isinstance(site.node.func, (cst.Name, cst.Attribute)):
-                continue
             owner = model.remote_of_scope(site.scope)
             if owner is None or owner[0].kind != "actor" or not owner[1].is_async:
                 continue
-            name = model.call_name(site)
-            if name is None or name not in BLOCKING_CALLS:
-                continue
-            if name == "time.sleep" and _sleeps_zero(site.node):
-                continue
-            self._report(ctx, site, name, *owner)
+            name = blocking_call(model, site)
+            if name is not None:
+                self._report(ctx, site, name, *owner)
 
     def _report(self, ctx: Context, site: CallSite, name: str, actor: RemoteDef, method: FunctionInfo) -> None:
         ctx.report(
             site.node,
             f"`{name}` blocks the event loop of async actor method `{actor.name}.{method.node.name.value}`",
-            fix=_sleep_fix(ctx, site, method) if name == "time.sleep" else None,
+            fix=sleep_fix(ctx, site, method) if name == "time.sleep" else None,
         )
-
-
-def _sleeps_zero(call: cst.Call) -> bool:
-    return len(call.args) == 1 and literal_number(call.args[0].value) == 0
-
-
-def _sleep_fix(ctx: Context, site: CallSite, method: FunctionInfo) -> FixPlan | None:
-    """`time.sleep(x)` as a statement of the method itself -> `await asyncio.sleep(x)`, importing asyncio
-    before the module-level import of the sleep function when it is not imported."""
-    model, call = ctx.model, site.node
-    statement = site.statement
-    if site.scope is not method.scope or not isinstance(statement, cst.Expr) or statement.value is not call:
-        return None
-    if len(call.args) != 1 or call.args[0].keyword is not None or call.args[0].star:
-        return None
-    replacements: list[tuple[cst.CSTNode, str]] = []
-    if model.qualified_name(cst.Name("asyncio"), site.scope, site.index) != "asyncio":
-        anchor = _module_import_to_precede(model, site)
-        if anchor is None:
-            return None
-        # The import of `time` (or of `sleep`) goes when this call was its only use: no unused import stays.
-        kept = "" if _only_use(model, anchor, site) else f"\n{ctx.code_for(anchor)}"
-        replacements.append((anchor, f"import asyncio{kept}"))
-    replacements.append((call, f"await asyncio.sleep({ctx.code_for(call.args[0].value)})"))
-    return FixPlan("Use `await asyncio.sleep(...)`", tuple(replacements), Applicability.UNSAFE)
-
-
-def _module_import_to_precede(model: SemanticModel, site: CallSite) -> cst.Import | cst.ImportFrom | None:
-    """Where `import asyncio` can go: before the top-level `import time` (or `from time import sleep`) that
-    the call resolves through, when no other binding of `asyncio` exists and no star import could make one."""
-    if model.star_imports or any("asyncio" in scope.bindings for scope in model.scopes):
-        return None
-    func = site.node.func
-    while isinstance(func, cst.Attribute):
-        func = func.value
-    if not isinstance(func, cst.Name):
-        return None
-    binding = model.reaching_binding(func.value, site.scope, site.index)
-    if binding is None or binding.kind != "import" or binding.scope is not model.module_scope:
-        return None
-    for statement in model.module.body:
-        if isinstance(statement, cst.SimpleStatementLine):
-            for small in statement.body:
-                if isinstance(small, (cst.Import, cst.ImportFrom)) and _binds(small, binding.node):
-                    return small
-    return None
-
-
-def _only_use(model: SemanticModel, anchor: cst.Import | cst.ImportFrom, site: CallSite) -> bool:
-    """Whether `anchor` imports one name, which only the sleep call at `site` reads."""
-    if isinstance(anchor.names, cst.ImportStar) or len(anchor.names) != 1:
-        return False
-    name = root_name(site.node.func)
-    return name is not None and model.read_counts[name] == 1
-
-
-def _binds(statement: cst.Import | cst.ImportFrom, alias: cst.CSTNode) -> bool:
-    return not isinstance(statement.names, cst.ImportStar) and any(name is alias for name in statement.names)

@@ -2,14 +2,29 @@
 
 from __future__ import annotations
 
-
 import libcst as cst
 
 from ray_lint.analyses.waits import polls, waiter_called
 from ray_lint.diagnostics import Applicability, Severity
-from ray_lint.experiment import MOST_AT_ONCE, AsyncActorExperiment, Plan, Subject, Variant, script, timed
+from ray_lint.experiment import (
+    MOST_AT_ONCE,
+    AsyncActorExperiment,
+    Plan,
+    Subject,
+    Variant,
+    script,
+    timed,
+)
+from ray_lint.libraries.serve import ServeFacts
 from ray_lint.model import RemoteDef, SemanticModel
-from ray_lint.python_model import AFTER_ALL, CallSite, Scope, child_nodes, dotted_name, iter_subtree, keys_read
+from ray_lint.python_model import (
+    CallSite,
+    Scope,
+    child_nodes,
+    dotted_name,
+    iter_subtree,
+    keys_read,
+)
 from ray_lint.rule import Context, FixPlan, Invalid, Rule, Valid
 
 # Methods that run a compiled graph: `ray.get` on the `CompiledDAGRef` they return has its own semantics.
@@ -516,16 +531,8 @@ def _actor_of_method(model: SemanticModel, coroutine: Scope) -> RemoteDef | None
 
 def _deployment_of_method(model: SemanticModel, coroutine: Scope) -> str | None:
     """The class name when the coroutine is a method of a `@serve.deployment` class (a replica is an actor)."""
-    assert isinstance(coroutine.node, cst.FunctionDef)
-    info = model.function_info(coroutine.node)
-    if info is None or info.owner is None or info.owner.scope.parent is None:
-        return None
-    cls = info.owner.node
-    for decorator in cls.decorators:
-        expr = decorator.decorator.func if isinstance(decorator.decorator, cst.Call) else decorator.decorator
-        if model.qualified_name(expr, info.owner.scope.parent, AFTER_ALL) == "ray.serve.deployment":
-            return cls.name.value
-    return None
+    found = model.analysis(ServeFacts).deployment_of_scope(coroutine)
+    return found[0].name if found is not None and found[1].owner is not None and found[1].scope is coroutine else None
 
 
 def _await_allowed(scope: Scope) -> bool:

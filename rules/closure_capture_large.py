@@ -7,9 +7,17 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from ray_lint.analyses.captures import Capture, captured_by_remotes
+from ray_lint.analyses.captures import captured_by_remotes, captured_size
 from ray_lint.diagnostics import Severity
-from ray_lint.experiment import OUT_OF_BAND_ARRAY, Experiment, Plan, Subject, Variant, script, timed
+from ray_lint.experiment import (
+    OUT_OF_BAND_ARRAY,
+    Experiment,
+    Plan,
+    Subject,
+    Variant,
+    script,
+    timed,
+)
 from ray_lint.model import RemoteDef, SemanticModel
 from ray_lint.python_model import LARGE_MARKER
 from ray_lint.ray_api import remote_kind
@@ -275,7 +283,7 @@ and every call site, possibly in other files.
         threshold = threshold_bytes(self.settings)
         for remote, captured in captured_by_remotes(model):
             for capture in captured:
-                size = self._captured_size(model, capture, threshold)
+                size = captured_size(model, capture, threshold)
                 if size is not None:
                     ctx.report(
                         capture.use,
@@ -287,21 +295,6 @@ and every call site, possibly in other files.
                     node,
                     f"{what}`{remote.name}` is {size.describe()}{_consequence(size, remote)}",
                 )
-
-    def _captured_size(self, model: SemanticModel, capture: Capture, threshold: int) -> Size | None:
-        """The smallest size the captured name may hold, when every binding of it is certainly large."""
-        sizes: list[Size] = []
-        for binding in capture.bindings:
-            if binding.kind != "assign":
-                return None
-            # Folding the name itself just after its binding also honours `# ray-lint: large` on that line.
-            size = size_of(model, capture.use, binding.scope, binding.index + 1)
-            if size is None or not size.at_least(threshold):
-                return None
-            sizes.append(size)
-        if not sizes:
-            return None
-        return min(sizes, key=lambda size: size.bytes if size.bytes is not None else threshold)
 
     def _pickled_values(
         self, model: SemanticModel, remote: RemoteDef, threshold: int

@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import libcst as cst
 
+from ray_lint.analyses.env_writes import EnvWrite, environ_writes, runtime_env_writes
 from ray_lint.diagnostics import Severity
 from ray_lint.experiment import (
     EvidenceExperiment,
-    Plan,
     Outcome,
+    Plan,
     Subject,
     Variant,
     script,
@@ -167,82 +167,28 @@ There is no automatic fix: the right value depends on how many CPUs the tasks re
         if not model.imports_module("ray"):
             return
         driver_share = self._smallest_share(model)
-        for node, key, value, scope, at in self._environ_writes(model):
-            self._judge(ctx, node, key, value, scope, at, driver_share, "every Ray worker started from here")
-        for site in model.calls:
-            for arg in site.node.args:
-                if arg.keyword is None or arg.keyword.value not in ("runtime_env", "env_vars"):
-                    continue
-                is_init = model.call_name(site) == "ray.init"
-                share = driver_share if is_init else _call_share(site)
-                reach = "every worker of this cluster" if is_init else "every worker that runs this task or actor"
-                for element in self._env_vars(model, site, arg):
-                    variable = literal_string(element.key)
-                    if variable is not None:
-                        self._judge(ctx, element.key, variable, element.value, site.scope, site.index, share, reach)
+        for write in environ_writes(model):
+            self._judge(ctx, write, driver_share, "every Ray worker started from here")
+        for write in runtime_env_writes(model):
+            assert write.site is not None
+            is_init = model.call_name(write.site) == "ray.init"
+            share = driver_share if is_init else _call_share(write.site)
+            reach = "every worker of this cluster" if is_init else "every worker that runs this task or actor"
+            self._judge(ctx, write, share, reach)
 
-    def _judge(
-        self,
-        ctx: Context,
-        node: cst.CSTNode,
-        key: str,
-        value: cst.BaseExpression,
-        scope: Scope,
-        at: int,
-        share: float,
-        reach: str,
-    ) -> None:
+    def _judge(self, ctx: Context, write: EnvWrite, share: float, reach: str) -> None:
+        key = write.variable
         if key not in THREAD_VARIABLES:
             return
-        count = _thread_value(ctx.model, value, scope, at)
+        count = _thread_value(ctx.model, write.value, write.scope, write.at)
         if count is None or count <= 1 or count <= share:
             return
         shown = "all cores" if count == ALL_CORES else f"{count:g}"
         ctx.report(
-            node,
+            write.node,
             f"`{key}` set to {shown} reaches {reach}",
             facts=SettingFacts(key, None if count == ALL_CORES else int(count)),
         )
-
-    def _environ_writes(
-        self, model: SemanticModel
-    ) -> Iterator[tuple[cst.CSTNode, str, cst.BaseExpression, Scope, int]]:
-        """`os.environ[KEY] = value`, `os.environ.setdefault/update(...)` and `os.putenv(KEY, value)`."""
-        for store in model.stores:
-            target = store.target
-            if store.kind != "assign" or store.value is None or not isinstance(target, cst.Subscript):
-                continue
-            if model.qualified_name(target.value, store.scope, store.index) != "os.environ" or len(target.slice) != 1:
-                continue
-            index = target.slice[0].slice
-            key = literal_string(index.value) if isinstance(index, cst.Index) else None
-            if key is not None:
-                yield store.statement, key, store.value, store.scope, store.index
-        for name in ("os.environ.setdefault", "os.putenv"):
-            for site in model.calls_to(name):
-                args = site.node.args
-                if len(args) == 2 and args[0].keyword is None and (key := literal_string(args[0].value)) is not None:
-                    yield site.node, key, args[1].value, site.scope, site.index
-        for site in model.calls_to("os.environ.update"):
-            for arg in site.node.args:
-                if arg.keyword is not None:
-                    yield site.node, arg.keyword.value, arg.value, site.scope, site.index
-                elif isinstance(arg.value, cst.Dict):
-                    for element in arg.value.elements:
-                        if isinstance(element, cst.DictElement) and (key := literal_string(element.key)) is not None:
-                            yield site.node, key, element.value, site.scope, site.index
-
-    def _env_vars(self, model: SemanticModel, site: CallSite, arg: cst.Arg) -> Iterator[cst.DictElement]:
-        """The entries of `env_vars` in a `runtime_env=` (or `env_vars=`) argument, through one name."""
-        variables: cst.BaseExpression | None = arg.value
-        if arg.keyword is not None and arg.keyword.value == "runtime_env":
-            runtime_env = _dict_value(model, arg.value, site)
-            variables = _entry(runtime_env, "env_vars") if runtime_env is not None else None
-        env = _dict_value(model, variables, site) if variables is not None else None
-        if env is not None:
-            for element in env.elements:
-                if isinstance(element, cst.DictElement):
-                    yield element
 
     def _smallest_share(self, model: SemanticModel) -> float:
         """The CPUs of the smallest task in the module (1 when there are none or one is unknown)."""
@@ -258,21 +204,6 @@ def _call_share(site: CallSite) -> float:
         if arg.keyword is not None and arg.keyword.value == "num_cpus":
             return literal_number(arg.value) or 1.0
     return 1.0
-
-
-def _dict_value(model: SemanticModel, expr: cst.BaseExpression, site: CallSite) -> cst.Dict | None:
-    """A dict literal, or the dict literal a name was last bound to."""
-    if isinstance(expr, cst.Name):
-        binding = model.reaching_binding(expr.value, site.scope, site.index)
-        expr = binding.value if binding is not None and binding.kind == "assign" and binding.value is not None else expr
-    return expr if isinstance(expr, cst.Dict) else None
-
-
-def _entry(mapping: cst.Dict, key: str) -> cst.BaseExpression | None:
-    for element in mapping.elements:
-        if isinstance(element, cst.DictElement) and literal_string(element.key) == key:
-            return element.value
-    return None
 
 
 def _thread_value(model: SemanticModel, value: cst.BaseExpression, scope: Scope, at: int) -> float | None:

@@ -2,20 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import libcst as cst
 
 from ray_lint.analyses.gpu_use import gpu_uses
 from ray_lint.diagnostics import Applicability, Severity
-from ray_lint.experiment import (
-    EvidenceExperiment,
-    Plan,
-    Outcome,
-    Subject,
-    Variant,
-    script,
-)
+from ray_lint.experiment import GpuVisibilityExperiment
 from ray_lint.model import RemoteDef
 from ray_lint.project import given
 from ray_lint.rule import Context, FixPlan, Invalid, Rule, Valid
@@ -31,33 +22,16 @@ __ray_lint_evidence__ = ray.get(probe.remote())
 """
 
 
-class GpuWithoutNumGpusExperiment(EvidenceExperiment[None]):
-    """What a task sees of the node's GPUs without `num_gpus` and with it. On a machine without GPUs
-    the verifier's cluster has logical ones, which is enough to show Ray's isolation (or its absence).
-    It needs nothing of the finding: the probe is the same for every task."""
+class GpuWithoutNumGpusExperiment(GpuVisibilityExperiment):
+    """What a task sees of the node's GPUs without `num_gpus` and with it."""
 
-    facts_type = type(None)
+    probe = GPU_PROBE
+    request = "(num_gpus=1)"
+    shape = "a task's CUDA_VISIBLE_DEVICES and ray.get_gpu_ids(), without and with num_gpus"
+    not_shown = "this Ray hides the GPUs from a task that requests none"
 
-    def plan(self, subject: Subject) -> Plan | str:
-        if subject.cluster_gpus < 1:
-            return "the cluster has no GPUs, real or logical: run on one that has (--address)"
-        return Plan(
-            Variant("no num_gpus", script(GPU_PROBE.format(options=""))),
-            Variant("num_gpus=1", script(GPU_PROBE.format(options="(num_gpus=1)"))),
-            "evidence",
-            "a task's CUDA_VISIBLE_DEVICES and ray.get_gpu_ids(), without and with num_gpus",
-        )
-
-    def read(self, subject: Subject, flagged: Any, compared: Any) -> tuple[Outcome, str]:
-        seen = flagged["CUDA_VISIBLE_DEVICES"]
-        isolated = compared["gpu_ids"] and compared["CUDA_VISIBLE_DEVICES"] == ",".join(compared["gpu_ids"])
-        numbers = (
-            f"without num_gpus: ray.get_gpu_ids()={flagged['gpu_ids']}, CUDA_VISIBLE_DEVICES={seen!r}; "
-            f"with num_gpus=1: {compared['gpu_ids']}, {compared['CUDA_VISIBLE_DEVICES']!r}"
-        )
-        if not flagged["gpu_ids"] and isolated and seen not in ("", None):
-            return "confirmed", f"the task gets no GPU from Ray yet sees {seen!r}, every GPU of the node ({numbers})"
-        return "not reproduced", f"this Ray hides the GPUs from a task that requests none ({numbers})"
+    def exposure(self, seen: str | None) -> str | None:
+        return None if seen in ("", None) else f"the task gets no GPU from Ray yet sees {seen!r}, every GPU of the node"
 
 
 class GpuWithoutNumGpus(Rule):

@@ -6,24 +6,12 @@ from __future__ import annotations
 import libcst as cst
 
 from ray_lint.diagnostics import Severity
+from ray_lint.loaders import FILE_LOADERS, MODEL_LOADER_METHODS
 from ray_lint.model import RemoteDef, SemanticModel
 from ray_lint.python_model import CallSite, literal_number
 from ray_lint.rule import REMOTE_MADE, Context, Invalid, Rule, Valid
 from ray_lint.sizes import format_bytes, size_of
 
-# Calls that read a whole file or model into the worker's heap.
-LOADERS = frozenset(
-    {
-        "pandas.read_csv", "pandas.read_parquet", "pandas.read_json", "pandas.read_excel", "pandas.read_feather",
-        "pandas.read_pickle", "pandas.read_hdf", "pandas.read_table", "pandas.read_orc",
-        "polars.read_csv", "polars.read_parquet", "polars.read_json", "polars.read_ipc",
-        "pyarrow.parquet.read_table", "pyarrow.csv.read_csv", "pyarrow.feather.read_table",
-        "numpy.load", "numpy.loadtxt", "numpy.genfromtxt", "numpy.fromfile",
-        "torch.load", "pickle.load", "joblib.load", "cloudpickle.load",
-        "tensorflow.keras.models.load_model", "keras.models.load_model",
-    }
-)
-MODEL_LOADER_METHODS = frozenset({"from_pretrained"})  # transformers, diffusers, sentence-transformers...
 HEAVY_ALLOCATION = 10**9  # bytes: an allocation with a literal shape from this size counts as heavy
 
 
@@ -31,7 +19,7 @@ def _loads(model: SemanticModel, site: CallSite) -> str | None:
     """What a call inside the task loads whole, for the message; None when it is not a heavy load."""
     call = site.node
     name = model.call_name(site)
-    if name in LOADERS:
+    if name in FILE_LOADERS:
         return f"`{name}(...)`"
     func = call.func
     if isinstance(func, cst.Attribute) and func.attr.value in MODEL_LOADER_METHODS:

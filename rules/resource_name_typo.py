@@ -267,9 +267,9 @@ name bound elsewhere.
             fixed="import ray\n\ndef f():\n    pass\n\ng = ray.remote(num_gpus=0.5, num_cpus=2)(f)\n",
         ),
         Invalid(
-            "import ray\n\nds = ray.data.read_parquet('s3://bucket/x')\nds = ds.map_batches(Embed, concurrency=2, resources={'num_gpus': 1})\n",
+            "import ray\n\nds = ray.data.read_parquet('s3://bucket/x')\nds = ds.map_batches(Embed, batch_size=64, compute=ray.data.ActorPoolStrategy(size=2), resources={'num_gpus': 1})\n",
             4,
-            fixed="import ray\n\nds = ray.data.read_parquet('s3://bucket/x')\nds = ds.map_batches(Embed, concurrency=2, num_gpus=1)\n",
+            fixed="import ray\n\nds = ray.data.read_parquet('s3://bucket/x')\nds = ds.map_batches(Embed, batch_size=64, compute=ray.data.ActorPoolStrategy(size=2), num_gpus=1)\n",
         ),
         Invalid(
             "import ray\nfrom ray.util.placement_group import placement_group\n\npg = placement_group([{'cpu': 4, \"gpu\": 1}, {'CPU': 1}])\n",

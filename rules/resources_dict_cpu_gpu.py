@@ -220,9 +220,9 @@ bound elsewhere.
             fixed="import ray\n@ray.remote\nclass Actor:\n    pass\n\nactor = Actor.options(name='a', num_cpus=1).remote()\n",
         ),
         Invalid(
-            "import ray\n\nds = ray.data.read_parquet('s3://bucket/x')\nds = ds.map_batches(Model, concurrency=2, resources={'GPU': 1})\n",
+            "import ray\n\nds = ray.data.read_parquet('s3://bucket/x')\nds = ds.map_batches(Model, batch_size=64, compute=ray.data.ActorPoolStrategy(size=2), resources={'GPU': 1})\n",
             4,
-            fixed="import ray\n\nds = ray.data.read_parquet('s3://bucket/x')\nds = ds.map_batches(Model, concurrency=2, num_gpus=1)\n",
+            fixed="import ray\n\nds = ray.data.read_parquet('s3://bucket/x')\nds = ds.map_batches(Model, batch_size=64, compute=ray.data.ActorPoolStrategy(size=2), num_gpus=1)\n",
         ),
         Invalid(
             "import ray\nray.init(resources={'CPU': 8, 'special': 1})\n",

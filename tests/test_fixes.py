@@ -49,7 +49,7 @@ def _sources() -> list[tuple[str, str]]:
     sources = []
     for rule in FIXABLE:
         sources += [(f"{rule.code}-invalid-{i}", example.code) for i, example in enumerate(rule.INVALID)]
-    for folder in (ROOT / "tests" / "eval", ROOT / "examples"):
+    for folder in (ROOT / "tests" / "eval", ROOT / "examples", ROOT / "examples" / "libraries"):
         sources += [(f"{folder.name}/{path.name}", path.read_text(encoding="utf-8")) for path in sorted(folder.glob("*.py"))]
     rules = _rules()
     return [(name, code) for name, code in sources if any(d.fix is not None for d in lint_text(code, rules))]

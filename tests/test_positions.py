@@ -29,7 +29,7 @@ LAYOUTS = {
 
 
 def real_files() -> list[Path]:
-    files = sorted((ROOT / "tests" / "eval").glob("*.py")) + sorted((ROOT / "examples").glob("*.py"))
+    files = sorted((ROOT / "tests" / "eval").glob("*.py")) + sorted((ROOT / "examples").rglob("*.py"))
     spec = importlib.util.find_spec("ray")
     if spec is not None and spec.submodule_search_locations:
         ray_files = sorted(Path(next(iter(spec.submodule_search_locations))).rglob("*.py"))

@@ -9,6 +9,8 @@ recall over the known problems: the findings judged right plus the problems mark
 
 `--mirrors` holds one git directory per project, named `owner+name/repo` (a bare repository or a
 clone); each project is exported at its pinned commit with `git archive`, so nothing is fetched.
+A project's optional `mirror` names the snapshot that holds its commit when the project's own is
+missing (a fork), `include` keeps only the named folders and `skip` leaves folders out.
 A finding is matched to a judgement by project, path, line and code. Debatable counts as not
 right. Judged-right findings that are no longer reported are listed as lost. A hand mark is found
 when a finding of its code in its file lies within `MARK_LINES` lines of it (a mark names the call,
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import hashlib
 import json
 import os
 import subprocess
@@ -47,7 +50,7 @@ class Key:
     code: str
 
 
-def load_corpus() -> list[dict[str, str]]:
+def load_corpus() -> list[dict]:
     return tomllib.loads((HERE / "corpus.toml").read_text(encoding="utf-8"))["project"]
 
 
@@ -71,13 +74,24 @@ def git_dir(mirrors: Path, repo: str) -> Path:
     return base / ".git" if (base / ".git").is_dir() else base
 
 
-def extract(mirrors: Path, work: Path, project: dict[str, str]) -> Path:
+def exported(project: dict, path: str) -> bool:
+    """Whether the project's `include` (folders to keep; all when absent) and `skip` (folders to leave
+    out, e.g. a copy of a held-out project) keep this path."""
+    if "include" in project and not any(path.startswith(f"{folder}/") for folder in project["include"]):
+        return False
+    return not any(path.startswith(f"{folder}/") for folder in project.get("skip", ()))
+
+
+def extract(mirrors: Path, work: Path, project: dict) -> Path:
     """The project's lintable files at its pinned commit, exported once into `work` (snapshots may
-    lack large blobs, so files are read one by one and missing ones skipped)."""
-    target = work / project["repo"].replace("/", "+") / (project["commit"][:12] + ("-skip" if "skip" in project else ""))
+    lack large blobs, so files are read one by one and missing ones skipped). The folder's name
+    carries the commit and a digest of `include`/`skip`, so an edited entry is exported afresh."""
+    folders = {key: project[key] for key in ("include", "skip") if key in project}
+    narrowed = f"-{hashlib.sha1(json.dumps(folders, sort_keys=True).encode()).hexdigest()[:8]}" if folders else ""
+    target = work / project["repo"].replace("/", "+") / (project["commit"][:12] + narrowed)
     if (target / ".extracted").exists():
         return target
-    git = ["git", "--git-dir", str(git_dir(mirrors, project["repo"]))]
+    git = ["git", "--git-dir", str(git_dir(mirrors, project.get("mirror", project["repo"])))]
     listing = subprocess.run([*git, "ls-tree", "-r", "-z", project["commit"]], check=True, capture_output=True).stdout
     wanted = []
     for entry in listing.split(b"\0"):
@@ -86,8 +100,8 @@ def extract(mirrors: Path, work: Path, project: dict[str, str]) -> Path:
         meta, _, name = entry.partition(b"\t")
         mode, kind, blob = meta.split()
         path = name.decode("utf-8", "surrogateescape")
-        if any(path.startswith(f"{folder}/") for folder in project.get("skip", ())):
-            continue  # a copy of a held-out project inside this one
+        if not exported(project, path):
+            continue
         if kind == b"blob" and mode != b"120000" and path.endswith(KEPT_SUFFIXES):
             wanted.append((blob.decode(), path))
     batch = subprocess.run(

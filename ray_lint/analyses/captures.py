@@ -3,13 +3,14 @@ cloudpickle copies into the definition Ray exports. Shared by the rules about la
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 import libcst as cst
 
 from ray_lint.model import RemoteDef, SemanticModel
 from ray_lint.python_model import Binding, Scope, child_nodes
+from ray_lint.sizes import Size, size_of
 
 # Statements whose names are not reads of a value.
 _NOT_READS = (cst.Import, cst.ImportFrom, cst.Global, cst.Nonlocal)
@@ -59,13 +60,22 @@ def captured_by_remotes(model: SemanticModel) -> Iterator[tuple[RemoteDef, list[
 
 def captures(model: SemanticModel, remote: RemoteDef, scopes: dict[int, Scope]) -> list[Capture]:
     """The free variables of a remote function or of every method of an actor class (nested functions,
-    lambdas and comprehensions included): names read there that no scope of the body binds, with the
-    bindings they resolve to. Builtins and names bound nowhere (star imports) are left out.
+    lambdas and comprehensions included).
     `scopes`: the model's scopes by the id of their node."""
+    return free_variables(model, [(function.node.body, function.scope) for function in model.remote_functions(remote)], scopes)
+
+
+def free_variables(
+    model: SemanticModel, bodies: Iterable[tuple[cst.CSTNode, Scope]], scopes: dict[int, Scope]
+) -> list[Capture]:
+    """The free variables of code that runs elsewhere, given as (body, its own scope) pairs: a remote's
+    functions, or a Ray Data UDF (a function, a lambda, a callable class's methods). Names read there that
+    no scope of the body binds, with the bindings they resolve to; builtins and names bound nowhere (star
+    imports) are left out. `scopes`: the model's scopes by the id of their node."""
     found: dict[str, Capture] = {}
-    for function in model.remote_functions(remote):
-        for use, scope in _name_reads(function.node.body, function.scope, scopes):
-            if use.value in found or not _is_free(use.value, scope, function.scope):
+    for body, body_scope in bodies:
+        for use, scope in _name_reads(body, body_scope, scopes):
+            if use.value in found or not _is_free(use.value, scope, body_scope):
                 continue
             resolved = model.reaching_binding(use.value, scope, 0)  # at 0: no binding of an enclosing scope "comes first"
             if resolved is None:
@@ -73,6 +83,22 @@ def captures(model: SemanticModel, remote: RemoteDef, scopes: dict[int, Scope]) 
             bindings = tuple(resolved.scope.bindings.get(use.value, ()))
             found[use.value] = Capture(use.value, use, bindings)
     return list(found.values())
+
+
+def captured_size(model: SemanticModel, capture: Capture, threshold: int) -> Size | None:
+    """The smallest size the captured name may hold, when every binding of it is certainly large."""
+    sizes: list[Size] = []
+    for binding in capture.bindings:
+        if binding.kind != "assign":
+            return None
+        # Folding the name itself just after its binding also honours `# ray-lint: large` on that line.
+        size = size_of(model, capture.use, binding.scope, binding.index + 1)
+        if size is None or not size.at_least(threshold):
+            return None
+        sizes.append(size)
+    if not sizes:
+        return None
+    return min(sizes, key=lambda size: size.bytes if size.bytes is not None else threshold)
 
 
 def _definition_scope(model: SemanticModel, remote: RemoteDef) -> Scope | None:

@@ -210,13 +210,14 @@ def run_job(job: Job, cluster: Cluster, repeat: int, timeout: float, scratch: Pa
     raises or exits, rather than hanging), the next plan (its tests, then the rule's model) takes its place and says why."""
 
     timed = job.experiment.timed
+    limit = max(timeout, job.experiment.least_timeout_s)
 
     def run(variant: Variant) -> Run:
         plan = job.plan
-        return run_variant(cluster, variant, job.subject.path, timeout, scratch, plan.runner, plan.runs_user_code, timed)
+        return run_variant(cluster, variant, job.subject.path, limit, scratch, plan.runner, plan.runs_user_code, timed)
 
     def pair() -> bool:
-        if not timed:  # nothing is timed: A and B run side by side, and a hang costs one time limit for both
+        if not timed and job.experiment.side_by_side:  # A and B run at once: a hang costs one time limit for both
             with ThreadPoolExecutor(max_workers=2) as pool:
                 a, b = pool.map(run, (job.plan.a, job.plan.b))
             job.a.append(a)

@@ -6,7 +6,8 @@ task that calls a module helper doing `.cuda()`, one whose helper does `.to("cud
 Numba `@cuda.jit` kernel as `kernel[blocks, threads](a)`, and a helper two calls deep. Traps: a
 helper that picks the device with `"cuda" if torch.cuda.is_available() else "cpu"`, a GPU helper
 called only under `if use_gpu:`, a task with `num_gpus=1`, a task given `.options(num_gpus=1)` at
-its call site, a Numba CPU kernel, and a Ray Train launch with `ScalingConfig(use_gpu=True)`.
+its call site, a Numba CPU kernel, and a Ray Train launch with `ScalingConfig(use_gpu=True)`
+(whose loop, though, trains a model it never prepares: RAY213).
 """
 
 from __future__ import annotations
@@ -155,7 +156,7 @@ def refine_mask(volume: np.ndarray, mask: np.ndarray) -> np.ndarray:
 
 
 def train_loop_per_worker(config: dict) -> None:
-    model = build_model(config["channels"], config["classes"])
+    model = build_model(config["channels"], config["classes"])  # expect: RAY213
     optimizer = torch.optim.AdamW(model.parameters(), lr=config["lr"])
     for _ in range(config["epochs"]):
         optimizer.zero_grad()

@@ -210,8 +210,8 @@ def run(queries: list[str], corpus: list[list[str]], images: list[str], parquet:
         gpu_embed.remote(queries),
         normalized,
     ]
-    ds = ray.data.read_parquet(parquet, columns=["text"])
-    ds.map_batches(BatchPredictor, num_gpus=1, concurrency=2, batch_size=64).write_parquet(parquet + ".emb")
+    ds = ray.data.read_parquet(parquet, columns=["text"])  # expect: RAY115
+    ds.map_batches(BatchPredictor, num_gpus=1, concurrency=2, batch_size=64).write_parquet(parquet + ".emb")  # expect: RAY115
     TorchTrainer(train_loop_per_worker, scaling_config=ScalingConfig(num_workers=2, use_gpu=True)).fit()
     serve.run(RerankService.bind())
     return {"scores": ray.get(scores), "results": ray.get(refs)}

@@ -1,0 +1,249 @@
+"""Ray Train: the functions handed to trainers as `train_loop_per_worker`, the calls and torch DataLoaders
+in them, and rank guards; and a 2-worker TorchTrainer script for experiments."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+
+import libcst as cst
+
+from ray_lint.libraries import defined_function_or_class, keyword_value
+from ray_lint.model import SemanticModel
+from ray_lint.python_model import (
+    CallSite,
+    FunctionInfo,
+    Loop,
+    Scope,
+    iter_subtree,
+    literal_number,
+    names_read,
+    scope_within,
+    target_names,
+)
+
+TRAINERS = frozenset({
+    "ray.train.torch.TorchTrainer",
+    "ray.train.tensorflow.TensorflowTrainer",
+    "ray.train.data_parallel_trainer.DataParallelTrainer",
+    "ray.train.lightning.LightningTrainer",
+    "ray.train.v2.torch.TorchTrainer",
+    "ray.train.v2.api.data_parallel_trainer.DataParallelTrainer",
+})
+RANK_CALLS = frozenset({
+    "ray.train.get_context", "ray.train.torch.get_world_rank", "ray.train.get_world_rank",
+    "ray.train.get_local_rank", "torch.distributed.get_rank",
+})
+DATA_LOADERS = frozenset({"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"})
+PREPARE_LOADER = frozenset({"ray.train.torch.prepare_data_loader", "ray.train.torch.train_loop_utils.prepare_data_loader"})
+RANK_WORDS = ("rank",)  # a test that reads a name or attribute with one of these words is a rank guard
+
+
+@dataclass(eq=False, repr=False)
+class TrainLoop:
+    """A function handed to a trainer as `train_loop_per_worker`, with what the trainer call says."""
+
+    function: FunctionInfo
+    trainer: CallSite
+    num_workers: int | None  # from a literal `ScalingConfig(num_workers=N)` (1 when it names none); None when unknown
+    use_gpu: bool | None  # None when unknown
+    helpers: list[FunctionInfo] = field(default_factory=list)  # module functions it calls by name
+
+
+@dataclass(eq=False, repr=False)
+class TorchLoader:
+    """A torch `DataLoader` that a training loop builds and iterates: how it is built and where it is read."""
+
+    built: CallSite  # the `DataLoader(...)` call, in the loop's own body
+    names: frozenset[str]  # the loop's names for it, the `prepare_data_loader(...)` result's included
+    prepared: bool  # handed to `ray.train.torch.prepare_data_loader`
+    sampler: cst.BaseExpression | None  # `sampler=` or `batch_sampler=`, as written
+    # Where the loop reads it: the iterable of a `for` over it, or a call of one of its helpers given it;
+    # with the loop that holds that place (the epoch loop), None when it is read once.
+    reads: list[tuple[cst.CSTNode, Loop | None]] = field(default_factory=list)
+
+
+class TrainFacts:
+    """The training loops that the module hands to Ray Train's trainers."""
+
+    def __init__(self, model: SemanticModel) -> None:
+        self.model = model
+
+    @cached_property
+    def loops(self) -> list[TrainLoop]:
+        found: dict[int, TrainLoop] = {}
+        for name in TRAINERS:
+            for site in self.model.calls_to(name):
+                function = self._loop_function(site)
+                if function is None:
+                    continue
+                num_workers, use_gpu = self._scaling(site)
+                loop = found.get(id(function.node))
+                if loop is None:
+                    found[id(function.node)] = TrainLoop(function, site, num_workers, use_gpu, self._helpers(function))
+                else:  # handed to several trainers: only what all of them agree on is known
+                    loop.num_workers = loop.num_workers if loop.num_workers == num_workers else None
+                    loop.use_gpu = loop.use_gpu if loop.use_gpu == use_gpu else None
+        return list(found.values())
+
+    def loop_of_scope(self, scope: Scope) -> TrainLoop | None:
+        """The training loop whose body (or a helper it calls, or a function nested in it) holds `scope`."""
+        for loop in self.loops:
+            for function in (loop.function, *loop.helpers):
+                if scope_within(scope, function.scope):
+                    return loop
+        return None
+
+    def calls_in(self, loop: TrainLoop) -> list[CallSite]:
+        """The calls every worker runs: in the loop's body, the functions nested in it, and its helpers."""
+        functions = (loop.function, *loop.helpers)
+        return [site for site in self.model.calls if any(scope_within(site.scope, f.scope) for f in functions)]
+
+    def torch_loaders(self, loop: TrainLoop) -> list[TorchLoader]:
+        """The `DataLoader`s built in the loop's own body and bound to a name, with the names
+        `prepare_data_loader` gives them; loaders built in helpers are not followed."""
+        model, scope = self.model, loop.function.scope
+        calls = [site for site in self.calls_in(loop) if scope_within(site.scope, scope)]
+        loaders = []
+        for site in calls:
+            if model.call_name(site) not in DATA_LOADERS:
+                continue
+            names, prepared = set(_assigned_names(site.statement, site.node)), False
+            for other in calls:  # `loader = prepare_data_loader(loader)`, or of the call itself
+                if model.call_name(other) not in PREPARE_LOADER or not other.node.args:
+                    continue
+                given = other.node.args[0].value
+                if given is site.node or (isinstance(given, cst.Name) and given.value in names):
+                    prepared = True
+                    names |= _assigned_names(other.statement, other.node)
+            if names:
+                sampler = keyword_value(site.node, "sampler") or keyword_value(site.node, "batch_sampler")
+                loaders.append(TorchLoader(site, frozenset(names), prepared, sampler, self._reads(loop, names)))
+        return loaders
+
+    def _reads(self, loop: TrainLoop, names: set[str]) -> list[tuple[cst.CSTNode, Loop | None]]:
+        """`for batch in loader:` (or `enumerate(loader)`, `tqdm(loader)`) in the loop's body, and calls of
+        its helpers that are given the loader."""
+        reads: list[tuple[cst.CSTNode, Loop | None]] = []
+        for found in self.model.loops:
+            if isinstance(found.node, cst.For) and scope_within(found.scope, loop.function.scope) and names & names_read(found.node.iter):
+                reads.append((found.node.iter, found.parent))
+        helpers = {id(helper.node) for helper in loop.helpers}
+        for site in self.calls_in(loop):
+            if not scope_within(site.scope, loop.function.scope) or not any(names & names_read(arg.value) for arg in site.node.args):
+                continue
+            called = defined_function_or_class(self.model, site.node.func, site.scope, site.index)
+            if called is not None and id(called.node) in helpers:
+                reads.append((site.node, site.loop))
+        return reads
+
+    def _loop_function(self, site: CallSite) -> FunctionInfo | None:
+        call = site.node
+        value = None
+        for arg in call.args:
+            if arg.keyword is not None and arg.keyword.value == "train_loop_per_worker":
+                value = arg.value
+        if value is None and call.args and call.args[0].keyword is None and not call.args[0].star:
+            value = call.args[0].value
+        if value is None:
+            return None
+        found = defined_function_or_class(self.model, value, site.scope, site.index)
+        return found if isinstance(found, FunctionInfo) else None
+
+    def _scaling(self, site: CallSite) -> tuple[int | None, bool | None]:
+        """`num_workers` and `use_gpu` of a literal `ScalingConfig(...)`, given in the call or named."""
+        config, scope, at = keyword_value(site.node, "scaling_config"), site.scope, site.index
+        if isinstance(config, cst.Name):
+            binding = self.model.sole_assignment(config.value, site.scope, site.index)
+            config, scope, at = (binding.value, binding.scope, binding.index) if binding is not None else (None, scope, at)
+        if not isinstance(config, cst.Call) or not (self.model.qualified_name(config.func, scope, at) or "").endswith("ScalingConfig"):
+            return None, None  # absent (Tune may pass one in `param_space`) or built elsewhere: unknown
+        workers_given = keyword_value(config, "num_workers")
+        workers = 1 if workers_given is None else literal_number(workers_given)  # ScalingConfig's default is 1
+        gpu = keyword_value(config, "use_gpu")
+        use_gpu: bool | None = False if gpu is None else {"True": True, "False": False}.get(
+            gpu.value if isinstance(gpu, cst.Name) else "", None
+        )
+        return (int(workers) if workers is not None else None), use_gpu
+
+    def _helpers(self, function: FunctionInfo) -> list[FunctionInfo]:
+        """Module-level functions the loop calls by name: where model building often lives."""
+        helpers = []
+        for site in self.model.calls:
+            if not scope_within(site.scope, function.scope) or not isinstance(site.node.func, cst.Name):
+                continue
+            binding = self.model.reaching_binding(site.node.func.value, site.scope, site.index)
+            if binding is not None and binding.kind == "def" and binding.scope is self.model.module_scope:
+                info = self.model.function_info(binding.node)  # type: ignore[arg-type]
+                if info is not None and info is not function and info not in helpers:
+                    helpers.append(info)
+        return helpers
+
+
+def _assigned_names(statement: cst.CSTNode | None, value: cst.CSTNode) -> set[str]:
+    """The names `name = value` binds, when `value` is the whole right-hand side."""
+    if isinstance(statement, cst.SimpleStatementLine):
+        for small in statement.body:
+            if isinstance(small, cst.Assign) and small.value is value:
+                return {name for target in small.targets for name in target_names(target.target)}
+    if isinstance(statement, cst.Assign) and statement.value is value:
+        return {name for target in statement.targets for name in target_names(target.target)}
+    return set()
+
+
+def rank_guard(model: SemanticModel, function: FunctionInfo, node: cst.CSTNode) -> cst.If | None:
+    """The `if` around `node` (within `function`) whose test reads a rank: `if rank == 0:`,
+    `if ray.train.get_context().get_world_rank() == 0:`, `if world_rank != 0: ...` and its `else`."""
+    path = model.path_within(function.node.body, node)
+    if path is None:
+        return None
+    for parent in reversed(path[:-1]):
+        if isinstance(parent, cst.If) and reads_rank(parent.test):
+            return parent
+    return None
+
+
+def reads_rank(test: cst.BaseExpression) -> bool:
+    if any(word in name.lower() for name in names_read(test) for word in RANK_WORDS):
+        return True
+    for node in iter_subtree(test):
+        if isinstance(node, cst.Attribute) and "rank" in node.attr.value.lower():
+            return True
+    return False
+
+
+# A model for experiments (text; nothing here runs): `{train_func}` defines `train_func()`, run by a 2-worker
+# CPU `TorchTrainer` (gloo), which calls `keep(value)` to hand a JSON value back; after `fit()` the driver
+# has `kept`, each worker's value by rank. Ray Train v2 returns no per-worker values, so they go through files.
+# Half a CPU per worker: the verifier runs both variants at once on a 2-CPU cluster.
+# What a variant running the model needs at least: two workers' start, a gloo group and a fit, on 2 CPUs
+# shared with the other variant (28 s alone on a quiet machine).
+TRAIN_RUN_TIMEOUT_S = 180.0
+TORCH_TRAINER_MODEL = """\
+import json
+import tempfile
+
+import torch
+import ray.train
+from ray.train import RunConfig, ScalingConfig
+from ray.train.torch import TorchTrainer
+
+KEPT = tempfile.mkdtemp()
+
+def keep(value):
+    rank = ray.train.get_context().get_world_rank()
+    with open(os.path.join(KEPT, f"{{rank}}.json"), "w") as handle:
+        json.dump(value, handle)
+
+{train_func}
+
+TorchTrainer(
+    train_func,
+    scaling_config=ScalingConfig(num_workers=2, use_gpu=False, resources_per_worker={{"CPU": 0.5}}),
+    run_config=RunConfig(storage_path=tempfile.mkdtemp()),
+).fit()
+kept = {{}}
+for name in os.listdir(KEPT):
+    with open(os.path.join(KEPT, name)) as handle:
+        kept[int(name.split(".")[0])] = json.load(handle)
+"""

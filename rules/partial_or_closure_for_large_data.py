@@ -1,0 +1,240 @@
+"""RAY202 partial-or-closure-for-large-data: a Tune trainable that carries a large object in a
+`functools.partial` argument or in a lambda's or nested function's free variables, instead of
+`tune.with_parameters`."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import libcst as cst
+
+from ray_lint.diagnostics import Severity
+from ray_lint.experiment import Experiment, Plan, Subject, Variant, script, timed
+from ray_lint.libraries import TUNE_TOKENS
+from ray_lint.libraries.tune import PARTIAL, SWEEP_MODEL, TuneFacts, TuneRun, short_size
+from ray_lint.model import SemanticModel
+from ray_lint.python_model import FunctionInfo, Scope, iter_subtree, scope_within
+from ray_lint.rule import Context, Invalid, Rule, Valid
+from ray_lint.sizes import (
+    ALLOCATION_TOKENS,
+    LARGE_OBJECT_OPTION,
+    LOADER_TOKENS,
+    LOADERS_OPTION,
+    Size,
+    size_of,
+    threshold_bytes,
+)
+
+
+class PickledTrainableExperiment(Experiment[None]):
+    """A Tune sweep whose function trainable gets an array through `functools.partial` (pickled into the
+    trainable, which every trial's worker fetches and unpickles) against the same array handed over with
+    `tune.with_parameters` (put in the object store once); timed from `fit()` on. A closure is pickled the
+    same way as a partial."""
+
+    facts_type = type(None)
+    more_parallelism = False  # the trials are the same; A pays for copies of the trainable, not for less overlap
+    MB = 40
+    TRIALS = 4
+    REPORTS = 1
+
+    def plan(self, subject: Subject) -> Plan:
+        grid = [round(0.1 * (i + 1), 1) for i in range(self.TRIALS)]
+        shared = {"mb": self.MB, "grid": grid, "reports": self.REPORTS, "config": ""}
+        partial = SWEEP_MODEL.format(**shared, trainable="functools.partial(train_fn, data=DATA)")
+        with_parameters = SWEEP_MODEL.format(**shared, trainable="tune.with_parameters(train_fn, data=DATA)")
+        fit = timed("return sorted(result.metrics['score'] for result in tuner.fit())")
+        return Plan(
+            Variant("functools.partial", script(partial + fit)),
+            Variant("tune.with_parameters", script(with_parameters + fit)),
+            "modelled",
+            f"a Tune sweep of {self.TRIALS} trials whose trainable reads a {self.MB} MB array",
+        )
+
+
+class PartialOrClosureForLargeData(Rule):
+    code = "RAY202"
+    name = "partial-or-closure-for-large-data"
+    message = "A large object reaches a Tune trainable through `functools.partial` or a closure"
+    severity = Severity.WARNING
+    category = "perf"
+    tokens = ("partial", "lambda", "def ")
+    also_tokens = TUNE_TOKENS
+    experiment = PickledTrainableExperiment()
+    options = (LARGE_OBJECT_OPTION, LOADERS_OPTION)
+    docs = """
+## What it does
+Finds the trainable of `tune.Tuner(...)` / `tune.run(...)` (followed through
+`tune.with_resources`, `tune.with_parameters` and names bound once) when it carries an object
+that is certainly large (an allocation with a literal shape of at least `large-object-mb`
+megabytes, 10 by default; a value whose line says `# ray-lint: large`; data loaded from a file,
+the `large-loaders` option):
+- as an argument of `functools.partial(train_fn, ..., data=X)`;
+- as a name a `lambda` trainable reads from outside it (`lambda config: train(config, X)`);
+- as a name a trainable function defined inside another function reads from outside it.
+
+## Why is this bad?
+Tune pickles the trainable with cloudpickle when it registers it, and a partial's arguments, a
+lambda's globals and a nested function's closure are pickled *by value* with it. The object then
+travels inside the trainable's definition, outside the object store: Ray stores the definition
+in the GCS and exports it as the trial actors' class, and every trial's worker process fetches
+and unpickles its own copy (Ray warns from 10 MB, refuses from 100 MB, and Tune says "The
+Trainable/training function is too large for grpc resource limit … use tune.with_parameters()").
+`tune.with_parameters(train_fn, data=X)` puts `X` in the object store once; each trial reads it
+from there, without a copy for numpy arrays.
+
+ray-lint is silent for small arguments (epochs, flags, paths), for `ray.put` refs, for objects
+passed with `tune.with_parameters`, for values whose size is not in the code, and for module-level
+trainable functions that read a large global: cloudpickle pickles such a function by reference
+when its module can be imported (in a script run as `__main__` it would not, which the file does
+not tell; see RAY031 for remote functions).
+
+## Example
+```python
+data = np.load("train.npy")
+tuner = tune.Tuner(functools.partial(train_fn, data=data), param_space=space)
+```
+
+## Use instead
+```python
+data = np.load("train.npy")
+tuner = tune.Tuner(tune.with_parameters(train_fn, data=data), param_space=space)
+```
+
+## Fix safety
+There is no automatic fix here yet: the rewrite is mechanical for a keyword-only `partial`, but a
+closure has to become a parameter.
+
+## Options
+- `large-object-mb`: the size, in megabytes, from which an object counts as large.
+- `large-loaders`: qualified names of data loaders whose result counts as large.
+
+## References
+- [Tune FAQ: How can I use large datasets in Tune?](https://docs.ray.io/en/latest/tune/faq.html#how-can-i-use-large-datasets-in-tune)
+- [ray.tune.with_parameters](https://docs.ray.io/en/latest/tune/api/doc/ray.tune.with_parameters.html)
+"""
+
+    VALID = [
+        Valid(
+            "import numpy as np\nfrom ray import tune\n\ndata = np.zeros((5000, 5000))\n\n"
+            "tune.Tuner(tune.with_parameters(train_fn, data=data)).fit()\n",
+            "tune.with_parameters",
+        ),
+        Valid(
+            "import functools\nfrom ray import tune\n\ntune.Tuner(functools.partial(train_fn, epochs=10, path='data.csv')).fit()\n",
+            "small partial arguments",
+        ),
+        Valid(
+            "import functools\nimport numpy as np\nimport ray\nfrom ray import tune\n\ndata_ref = ray.put(np.zeros((5000, 5000)))\n\n"
+            "tune.Tuner(functools.partial(train_fn, data_ref=data_ref)).fit()\n",
+            "a ref: a few bytes",
+        ),
+        Valid(
+            "import numpy as np\nfrom ray import tune\n\ndef sweep():\n    data = np.zeros((5000, 5000))\n\n"
+            "    def train_fn(config):\n        local = np.zeros((5000, 5000))\n        return local.sum()\n\n"
+            "    tune.Tuner(train_fn).fit()\n    return data\n",
+            "the nested trainable makes its own array",
+        ),
+        Valid(
+            "import numpy as np\nfrom ray import tune\n\ndata = np.zeros((5000, 5000))\n\ndef train_fn(config):\n"
+            "    tune.report({'score': float(data[0, 0])})\n\ntune.Tuner(train_fn).fit()\n",
+            "a module-level function: pickled by reference when its module is importable",
+        ),
+        Valid(
+            "import functools\nfrom ray import tune\n\ndef sweep(data):\n    tune.Tuner(functools.partial(train_fn, data=data)).fit()\n",
+            "a parameter: size unknown",
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            "import functools\nimport numpy as np\nfrom ray import tune\n\ndata = np.load('train.npy')\n\n"
+            "tuner = tune.Tuner(functools.partial(train_fn, data=data), param_space={'lr': 0.1})\n",
+            7,
+            note="loaded data in a partial",
+        ),
+        Invalid(
+            "from functools import partial\nimport torch\nfrom ray import tune\n\nembeddings = torch.zeros(50_000, 512)\n"
+            "trainable = partial(train_fn, embeddings)\n\ntune.run(trainable, config={'lr': 0.1})\n",
+            6,
+            note="positional, through a name",
+        ),
+        Invalid(
+            "import numpy as np\nfrom ray import tune\n\nfeatures = np.random.rand(4000, 1000)\n\n"
+            "tune.Tuner(lambda config: train(config, features)).fit()\n",
+            6,
+            note="a lambda reads a global",
+        ),
+        Invalid(
+            "import numpy as np\nfrom ray import tune\n\ndef sweep(space):\n    table = np.zeros((4000, 4000))\n\n"
+            "    def objective(config):\n        tune.report({'score': float(table[0, 0]) + config['x']})\n\n"
+            "    return tune.Tuner(objective, param_space=space).fit()\n",
+            8,
+            note="a nested function's closure",
+        ),
+        Invalid(
+            "import functools\nimport pandas as pd\nfrom ray import tune\n\nframe = pd.read_parquet('train.parquet')\n\n"
+            "tune.Tuner(tune.with_resources(functools.partial(train_fn, frame=frame), {'cpu': 1})).fit()\n",
+            7,
+            note="inside with_resources",
+        ),
+    ]
+
+    def wants(self, text: str) -> bool:
+        """The pre-filter, plus an allocation or a loader the size folder knows."""
+        return super().wants(text) and any(token in text for token in (*ALLOCATION_TOKENS, *LOADER_TOKENS))
+
+    def check(self, ctx: Context) -> None:
+        model = ctx.model
+        threshold = threshold_bytes(self.settings)
+        loaders = frozenset(self.settings[LOADERS_OPTION.name])
+        for run in model.analysis(TuneFacts).runs:
+            for call, name, scope, at in run.wrappers:
+                if name != PARTIAL:
+                    continue
+                for arg in call.args[1:]:
+                    size = size_of(model, arg.value, scope, at, loaders)
+                    if size is not None and size.at_least(threshold):
+                        ctx.report(arg.value, _message(arg.value, ctx, size))
+            for use, size in _large_captures(model, run, threshold, loaders):
+                ctx.report(use, _message(use, ctx, size))
+
+
+def _message(node: cst.BaseExpression, ctx: Context, size: Size) -> str:
+    return f"`{ctx.snippet(node, 24)}` ({short_size(size)}) is pickled into the trainable: use `tune.with_parameters`"
+
+
+def _large_captures(
+    model: SemanticModel, run: TuneRun, threshold: int, loaders: frozenset[str]
+) -> Iterator[tuple[cst.Name, Size]]:
+    """Names a lambda trainable, or a trainable function nested in another function, reads from outside
+    itself (pickled by value with it), bound once to a large object."""
+    body: cst.CSTNode
+    if isinstance(run.inner, cst.Lambda) and run.inner_scope is not None:
+        body, own = run.inner.body, _lambda_scope(model, run.inner, run.inner_scope)
+    elif isinstance(run.definition, FunctionInfo) and run.definition.parent_scope.function is not None:
+        body, own = run.definition.node.body, run.definition.scope
+    else:
+        return
+    if own is None:
+        return
+    seen: set[str] = set()
+    for node in iter_subtree(body):
+        if not isinstance(node, cst.Name) or node.value in seen:
+            continue
+        seen.add(node.value)
+        binding = model.reaching_binding(node.value, own, 0)
+        if binding is None or binding.kind != "assign" or scope_within(binding.scope, own):
+            continue
+        if len(binding.scope.bindings.get(node.value, ())) != 1:
+            continue  # rebound: which value is pickled depends on when Tune registers the trainable
+        size = size_of(model, node, binding.scope, binding.index + 1, loaders)
+        if size is not None and size.at_least(threshold):
+            yield node, size
+
+
+def _lambda_scope(model: SemanticModel, node: cst.Lambda, enclosing: Scope) -> Scope | None:
+    """The scope the model made for a lambda."""
+    for scope in model.scopes[enclosing.first:]:
+        if scope.node is node:
+            return scope
+    return None

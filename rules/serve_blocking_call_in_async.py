@@ -1,0 +1,241 @@
+"""RAY222 serve-blocking-call-in-async: `time.sleep`, synchronous HTTP or subprocess calls in an async Serve method."""
+
+from __future__ import annotations
+
+from ray_lint.blocking_calls import blocking_call, mentions_blocking_call, sleep_fix
+from ray_lint.diagnostics import Severity
+from ray_lint.experiment import (
+    MOST_AT_ONCE,
+    AsyncActorExperiment,
+    Plan,
+    Subject,
+    Variant,
+    script,
+    timed,
+)
+from ray_lint.libraries import SERVE_TOKENS
+from ray_lint.libraries.serve import ServeFacts
+from ray_lint.rule import Context, Invalid, Rule, Valid
+
+
+# A deployment whose async method records the span of each call, so that the replica itself says how
+# many requests it ran at once (`MOST_AT_ONCE`): Ray's timeline shows the replica actor's calls, not
+# the requests its event loop interleaves.
+class BlockingServeMethodExperiment(AsyncActorExperiment[None]):
+    """Concurrent requests through a `DeploymentHandle` to a replica whose async method blocks in
+    `time.sleep` (standing for any blocking call), against the same method awaiting `asyncio.sleep`.
+    Serve starts (without an HTTP proxy) and the replica answers a first request before the clock
+    starts; Serve is shut down after it stops."""
+
+    facts_type = type(None)
+    REQUESTS = 20
+    WAIT_SECONDS = 0.1
+
+    def plan(self, subject: Subject) -> Plan:
+        setup = (
+            "import asyncio\n\nfrom ray import serve\n\n"
+            "@serve.deployment(max_ongoing_requests=32, ray_actor_options={'num_cpus': 0})\n"
+            "class Scorer:\n    def __init__(self):\n        self.spans = []\n\n"
+            "    async def score(self, x):\n        start = time.time()\n"
+            "        {wait}  # stands for a call to a feature store\n"
+            "        self.spans.append((start, time.time()))\n        return x\n\n"
+            f"{MOST_AT_ONCE}\n"
+            "serve.start(proxy_location='Disabled')\n"
+            "handle = serve.run(Scorer.bind(), name='ray_lint_RAY222', route_prefix=None)\n"
+            "handle.score.remote(-1).result(timeout_s=30)  # the replica up before the clock starts\n"
+        )
+        body = f"return [r.result(timeout_s=30) for r in [handle.score.remote(i) for i in range({self.REQUESTS})]]"
+        count = "__ray_lint_evidence__ = {'at_once': handle.most_at_once.remote().result(timeout_s=30)}\nserve.shutdown()\n"
+        blocking = setup.replace("{wait}", f"time.sleep({self.WAIT_SECONDS})")
+        awaiting = setup.replace("{wait}", f"await asyncio.sleep({self.WAIT_SECONDS})")
+        return Plan(
+            Variant("blocking call", script(blocking + timed(body) + count)),
+            Variant("await", script(awaiting + timed(body) + count)),
+            "modelled",
+            f"{self.REQUESTS} concurrent requests through a DeploymentHandle to an async Serve method, "
+            f"each waiting {self.WAIT_SECONDS:g} s",
+        )
+
+
+class ServeBlockingCallInAsync(Rule):
+    code = "RAY222"
+    name = "serve-blocking-call-in-async"
+    message = "A blocking call in an async Serve method stalls every request to the replica"
+    severity = Severity.WARNING
+    category = "perf"
+    fixable = True
+    tokens = ("async def",)
+    also_tokens = SERVE_TOKENS
+    experiment = BlockingServeMethodExperiment()
+    docs = """
+## What it does
+Finds, in an `async def` method of a `@serve.deployment` class (or in an async function
+deployment), a call to a known blocking function: `time.sleep`; synchronous HTTP
+(`requests.*`, `httpx.get`/`post`/..., `urllib.request.urlopen`, `urllib3.request`);
+subprocesses (`subprocess.run`/`call`/`check_call`/`check_output`/`getoutput`/`getstatusoutput`,
+`os.system`, `os.wait*`); blocking name resolution and connects (`socket.create_connection`,
+`socket.getaddrinfo`, `socket.gethostbyname*`). Names are resolved through imports and aliases.
+The table is RAY007's (async actor methods).
+
+## Why is this bad?
+A Serve replica runs the async methods of its deployment as coroutines on one event loop, up
+to `max_ongoing_requests` at a time, switching between them only at an `await`. A blocking call
+holds the loop's thread, so every other request to the replica waits for it: the replica serves
+requests one at a time and its latency grows with the queue. Measured on a 2-core machine with
+Ray 2.60: 20 concurrent requests through a `DeploymentHandle` to a method that
+`time.sleep(0.1)`s take 2.03 s; with `await asyncio.sleep(0.1)` they take 0.14 s.
+
+`ray.get` and `ray.wait` in a coroutine are reported by RAY006, not here. ray-lint is silent for:
+- sync (`def`) methods of a deployment: Serve 2.60 runs them in a thread pool
+  (`RAY_SERVE_RUN_SYNC_IN_THREADPOOL=1`, the default), sized by `max_ongoing_requests`, so a
+  blocking call there holds one thread, not the loop. With `RAY_SERVE_RUN_SYNC_IN_THREADPOOL=0`
+  Serve runs them on the loop and warns once;
+- a blocking function handed to a worker thread (`await asyncio.to_thread(time.sleep, 1)`,
+  `loop.run_in_executor(None, lambda: requests.get(url))`), or called in a nested plain `def`;
+- `time.sleep(0)`;
+- `async def` functions that are not methods of a deployment (RAY007 covers async actors);
+- calls on objects (`session.get(...)`, `proc.wait()`): their type is unknown.
+
+## Example
+```python
+@serve.deployment
+class Recommender:
+    async def __call__(self, request):
+        user = (await request.json())["user"]
+        features = requests.get(f"{FEATURE_STORE}/users/{user}").json()
+        time.sleep(0.05)  # rate limit
+        return self.model.predict(features)
+```
+
+## Use instead
+```python
+@serve.deployment
+class Recommender:
+    async def __call__(self, request):
+        user = (await request.json())["user"]
+        async with httpx.AsyncClient() as client:
+            features = (await client.get(f"{FEATURE_STORE}/users/{user}")).json()
+        await asyncio.sleep(0.05)  # rate limit
+        return self.model.predict(features)
+```
+Or make the method a plain `def`: Serve then runs it in its thread pool.
+
+## Fix safety
+The fix, offered for a `time.sleep(...)` statement of the method itself, replaces it with
+`await asyncio.sleep(...)` and adds `import asyncio` when it is not imported (in place of
+`import time` when the sleep was its only use). It is unsafe: other requests now run during the
+pause, which is the point, but their side effects on the replica's state can interleave with
+this one's. Other blocking calls have no fix: the async replacement depends on the library.
+
+## References
+- [Serve performance tuning: blocking the event loop](https://docs.ray.io/en/latest/serve/advanced-guides/performance.html)
+- [Dynamic request batching and async methods](https://docs.ray.io/en/latest/serve/advanced-guides/dyn-req-batch.html)
+"""
+
+    VALID = [
+        Valid(
+            "import asyncio\nfrom ray import serve\n\n@serve.deployment\nclass Model:\n    async def __call__(self, x):\n"
+            "        await asyncio.sleep(0.1)\n        return x\n",
+            "an awaited sleep",
+        ),
+        Valid(
+            "import time\nfrom ray import serve\n\n@serve.deployment\nclass Model:\n    def __call__(self, x):\n"
+            "        time.sleep(0.1)\n        return x\n",
+            "a sync method: Serve 2.60 runs it in a thread pool",
+        ),
+        Valid(
+            "import asyncio\nimport requests\nfrom ray import serve\n\n@serve.deployment\nclass Model:\n"
+            "    async def __call__(self, url):\n        response = await asyncio.to_thread(requests.get, url)\n"
+            "        return response.json()\n",
+            "the blocking function runs in a worker thread",
+        ),
+        Valid(
+            "import asyncio\nimport subprocess\nfrom ray import serve\n\n@serve.deployment\nclass Model:\n"
+            "    async def __call__(self, cmd):\n        loop = asyncio.get_running_loop()\n"
+            "        return await loop.run_in_executor(None, lambda: subprocess.run(cmd))\n",
+            "a lambda run by an executor",
+        ),
+        Valid(
+            "import time\nfrom ray import serve\n\n@serve.deployment\nclass Model:\n    async def __call__(self, x):\n"
+            "        time.sleep(0)\n        return x\n",
+            "time.sleep(0) only yields the thread",
+        ),
+        Valid(
+            "import time\nfrom ray import serve\n\nclass Client:\n    async def call(self, handle):\n"
+            "        time.sleep(1)\n        return await handle.remote()\n",
+            "an async method of a class that is not a deployment",
+        ),
+        Valid(
+            "import ray\nfrom ray import serve\n\n@serve.deployment\nclass Model:\n    async def __call__(self, ref):\n"
+            "        return ray.get(ref)\n",
+            "ray.get is RAY006's",
+        ),
+        Valid(
+            "from ray import serve\n\n@serve.deployment\nclass Model:\n    async def __call__(self, session, url):\n"
+            "        return session.get(url)\n",
+            "a call on an object of unknown type",
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            "import time\nfrom ray import serve\n\n@serve.deployment\nclass Model:\n    async def __call__(self, x):\n"
+            "        time.sleep(0.1)\n        return x\n",
+            7,
+            fixed="import asyncio\nfrom ray import serve\n\n@serve.deployment\nclass Model:\n    async def __call__(self, x):\n"
+            "        await asyncio.sleep(0.1)\n        return x\n",
+            note="asyncio is imported by the fix, in place of `time`, whose only use was the sleep",
+        ),
+        Invalid(
+            "import requests\nfrom ray import serve\n\n@serve.deployment(num_replicas=2)\nclass Enricher:\n"
+            "    async def enrich(self, user):\n        return requests.get(f'http://features/{user}').json()\n",
+            7,
+            note="synchronous HTTP; no fix",
+        ),
+        Invalid(
+            "import subprocess as sp\nimport ray.serve\n\n@ray.serve.deployment\nasync def render(request):\n"
+            "    return sp.check_output(['convert', 'in.png', 'out.jpg'])\n",
+            6,
+            note="an async function deployment; an aliased import",
+        ),
+        Invalid(
+            "from time import sleep\nfrom ray import serve\n\nclass Poller:\n    async def poll(self):\n"
+            "        for _ in range(3):\n            sleep(0.5)\n\nPollerDeployment = serve.deployment(Poller)\n",
+            7,
+            note="`from time import sleep`, replaced by the fix's import; a class made a deployment with serve.deployment(Cls)",
+            fixed="import asyncio\nfrom ray import serve\n\nclass Poller:\n    async def poll(self):\n"
+            "        for _ in range(3):\n            await asyncio.sleep(0.5)\n\nPollerDeployment = serve.deployment(Poller)\n",
+        ),
+        Invalid(
+            "from urllib.request import urlopen\nfrom fastapi import FastAPI\nfrom ray import serve\n\napp = FastAPI()\n\n"
+            "@serve.deployment\n@serve.ingress(app)\nclass Api:\n    @app.get('/health')\n    async def health(self):\n"
+            "        with urlopen('http://localhost:9000/ping') as reply:\n            return reply.status\n",
+            12,
+            note="a FastAPI ingress endpoint",
+        ),
+    ]
+
+    def wants(self, text: str) -> bool:
+        """The pre-filter, plus one of the blocking names: a file needs `async def`, Serve and a blocking call."""
+        return super().wants(text) and mentions_blocking_call(text)
+
+    def check(self, ctx: Context) -> None:
+        model = ctx.model
+        serve = model.analysis(ServeFacts)
+        for site in model.calls:
+            owner = serve.deployment_of_scope(site.scope)
+            if owner is None or owner[1].node.asynchronous is None:
+                continue
+            name = blocking_call(model, site)
+            if name is None:
+                continue
+            deployment, method = owner
+            where = (
+                f"async Serve method `{deployment.name}.{method.node.name.value}`"
+                if method.owner is not None
+                else f"async Serve deployment `{deployment.name}`"
+            )
+            ctx.report(
+                site.node,
+                f"`{name}` blocks the event loop of {where}",
+                fix=sleep_fix(ctx, site, method) if name == "time.sleep" else None,
+            )
