@@ -148,6 +148,9 @@ class Rule:
     fixable: ClassVar[bool] = False
     tokens: ClassVar[tuple[str, ...]] = ()  # a file with none of these is not parsed for this rule
     also_tokens: ClassVar[tuple[str, ...]] = ()  # when set, the file needs one of these as well
+    # When set, one of these too: the call the rule's facts start from (a trainer, a Tuner), where the
+    # library's import alone would let in every module of the library's own source.
+    anchor_tokens: ClassVar[tuple[str, ...]] = ()
     docs: ClassVar[str]
     options: ClassVar[tuple[Option, ...]] = ()
     experiment: ClassVar[Experiment | None] = None  # how `ray-lint verify` confirms a finding at run time
@@ -172,9 +175,12 @@ class Rule:
 
     def wants(self, text: str) -> bool:
         """The pre-filter: whether a file's text can hold anything for this rule, before parsing it."""
-        if not any(token in text for token in self.needed_tokens()):
+        tokens = self.needed_tokens()
+        if not tokens:
             return False
-        return not self.also_tokens or any(token in text for token in self.also_tokens)
+        # The shortest list first: each token the engine has not looked for yet costs a scan of the file.
+        groups = sorted((group for group in (tokens, self.also_tokens, self.anchor_tokens) if group), key=len)
+        return all(any(token in text for token in group) for group in groups)
 
     @classmethod
     def reports_tests(cls) -> bool:

@@ -56,7 +56,7 @@ class ExcessiveReadParallelism(Rule):
     message = "A Ray Data read asks for thousands of read tasks, far more than a cluster has CPUs"
     severity = Severity.INFO
     category = "perf"
-    tokens = BLOCK_KEYWORDS
+    tokens = tuple(f"{keyword}=" for keyword in BLOCK_KEYWORDS)
     also_tokens = DATA_TOKENS
     experiment = PlannedReadExperiment()
     docs = f"""

@@ -193,7 +193,7 @@ class ExpensiveSetupInFunctionUdf(Rule):
     message = "A function UDF loads a model or opens a client on every call: use a callable class"
     severity = Severity.WARNING
     category = "perf"
-    tokens = ("map", "filter")
+    tokens = (".map(", ".map_batches(", ".flat_map(", ".filter(")
     also_tokens = DATA_TOKENS
     experiment = SetupPerBatchExperiment()
     docs = """

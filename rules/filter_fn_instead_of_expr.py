@@ -47,8 +47,9 @@ class FilterFnInsteadOfExpr(Rule):
     message = "A row-by-row Python predicate in `Dataset.filter` that a vectorized expression could replace"
     severity = Severity.INFO
     category = "perf"
-    tokens = ("filter",)
+    tokens = (".filter(",)
     also_tokens = DATA_TOKENS
+    anchor_tokens = ("lambda",)  # only lambda predicates are judged
     experiment = FilterExprExperiment()
     docs = """
 ## What it does

@@ -9,7 +9,7 @@ import libcst as cst
 
 from ray_lint.diagnostics import Severity
 from ray_lint.experiment import Experiment, Plan, Subject, Variant, script, timed
-from ray_lint.libraries import TUNE_TOKENS
+from ray_lint.libraries import TUNE_RUN_TOKENS, TUNE_TOKENS
 from ray_lint.libraries.tune import SWEEP_MODEL, TuneFacts, short_size
 from ray_lint.model import SemanticModel
 from ray_lint.python_model import Scope, literal_string
@@ -62,6 +62,7 @@ class LargeObjectInParamSpace(Rule):
     category = "perf"
     tokens = ("param_space", "config")
     also_tokens = TUNE_TOKENS
+    anchor_tokens = TUNE_RUN_TOKENS
     experiment = LargeObjectInParamSpaceExperiment()
     options = (LARGE_OBJECT_OPTION, LOADERS_OPTION)
     docs = """

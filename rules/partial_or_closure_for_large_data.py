@@ -10,7 +10,7 @@ import libcst as cst
 
 from ray_lint.diagnostics import Severity
 from ray_lint.experiment import Experiment, Plan, Subject, Variant, script, timed
-from ray_lint.libraries import TUNE_TOKENS
+from ray_lint.libraries import TUNE_RUN_TOKENS, TUNE_TOKENS
 from ray_lint.libraries.tune import PARTIAL, SWEEP_MODEL, TuneFacts, TuneRun, short_size
 from ray_lint.model import SemanticModel
 from ray_lint.python_model import FunctionInfo, Scope, iter_subtree, scope_within
@@ -60,6 +60,7 @@ class PartialOrClosureForLargeData(Rule):
     category = "perf"
     tokens = ("partial", "lambda", "def ")
     also_tokens = TUNE_TOKENS
+    anchor_tokens = TUNE_RUN_TOKENS
     experiment = PickledTrainableExperiment()
     options = (LARGE_OBJECT_OPTION, LOADERS_OPTION)
     docs = """

@@ -73,6 +73,7 @@ class ReportInTrainableClass(Rule):
     category = "api-misuse"
     tokens = ("report(",)
     also_tokens = TUNE_TOKENS + REPORT_TOKENS
+    anchor_tokens = ("Trainable",)  # a subclass of `tune.Trainable` is where it reports
     experiment = ReportInTrainableClassExperiment()
     docs = """
 ## What it does

@@ -6,7 +6,7 @@ import libcst as cst
 
 from ray_lint.diagnostics import Severity
 from ray_lint.experiment import Plan, ReproductionExperiment, Subject, Variant, script
-from ray_lint.libraries import TRAIN_TOKENS
+from ray_lint.libraries import TRAIN_TOKENS, TRAINER_CALL_TOKENS
 from ray_lint.libraries.train import TRAIN_RUN_TIMEOUT_S, TrainFacts, rank_guard
 from ray_lint.model import SemanticModel
 from ray_lint.python_model import iter_subtree
@@ -94,6 +94,7 @@ class ReportOnRank0Only(Rule):
     category = "correctness"
     tokens = ("report",)
     also_tokens = TRAIN_TOKENS
+    anchor_tokens = TRAINER_CALL_TOKENS
     experiment = UnevenReportsExperiment()
     docs = """
 ## What it does

@@ -66,6 +66,7 @@ class ServeBlockingCallInAsync(Rule):
     fixable = True
     tokens = ("async def",)
     also_tokens = SERVE_TOKENS
+    anchor_tokens = ("deployment",)
     experiment = BlockingServeMethodExperiment()
     docs = """
 ## What it does

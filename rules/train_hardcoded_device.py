@@ -7,7 +7,7 @@ import re
 import libcst as cst
 
 from ray_lint.diagnostics import Severity
-from ray_lint.libraries import TRAIN_TOKENS, keyword_value
+from ray_lint.libraries import TRAIN_TOKENS, TRAINER_CALL_TOKENS, keyword_value
 from ray_lint.libraries.train import TrainFacts
 from ray_lint.model import SemanticModel
 from ray_lint.python_model import CallSite, literal_string
@@ -36,6 +36,7 @@ class TrainHardcodedDevice(Rule):
     preview = True  # `cuda:0` is right when each node runs one worker, which the code does not say
     tokens = ("cuda",)
     also_tokens = TRAIN_TOKENS
+    anchor_tokens = TRAINER_CALL_TOKENS
     docs = """
 ## What it does
 Finds, in a function handed to a Ray Train trainer (or a helper it calls), a CUDA device with a

@@ -6,7 +6,7 @@ import libcst as cst
 
 from ray_lint.diagnostics import Severity
 from ray_lint.experiment import Plan, ReproductionExperiment, Subject, Variant, script
-from ray_lint.libraries import TRAIN_TOKENS
+from ray_lint.libraries import TRAIN_TOKENS, TRAINER_CALL_TOKENS
 from ray_lint.libraries.train import (
     TORCH_TRAINER_MODEL,
     TRAIN_RUN_TIMEOUT_S,
@@ -64,6 +64,7 @@ class TrainLoaderNotPrepared(Rule):
     category = "correctness"
     tokens = ("DataLoader",)
     also_tokens = TRAIN_TOKENS
+    anchor_tokens = TRAINER_CALL_TOKENS
     experiment = WholeDatasetExperiment()
     docs = """
 ## What it does

@@ -6,7 +6,7 @@ import libcst as cst
 
 from ray_lint.diagnostics import Severity
 from ray_lint.experiment import Plan, ReproductionExperiment, Subject, Variant, script
-from ray_lint.libraries import TRAIN_TOKENS, defined_function_or_class
+from ray_lint.libraries import TRAIN_TOKENS, TRAINER_CALL_TOKENS, defined_function_or_class
 from ray_lint.libraries.train import TORCH_TRAINER_MODEL, TRAIN_RUN_TIMEOUT_S, TrainFacts, TrainLoop
 from ray_lint.model import SemanticModel
 from ray_lint.python_model import CallSite, ClassInfo, FunctionInfo, scope_within
@@ -74,6 +74,7 @@ class TrainModelNotPrepared(Rule):
     category = "correctness"
     tokens = ("backward", ".step(")
     also_tokens = TRAIN_TOKENS
+    anchor_tokens = TRAINER_CALL_TOKENS
     experiment = ModelStepExperiment()
     docs = """
 ## What it does

@@ -9,7 +9,7 @@ import libcst as cst
 
 from ray_lint.diagnostics import Severity
 from ray_lint.experiment import Plan, ReproductionExperiment, Subject, Variant, script
-from ray_lint.libraries import TUNE_TOKENS, defined_function_or_class
+from ray_lint.libraries import TUNE_RUN_TOKENS, TUNE_TOKENS, defined_function_or_class
 from ray_lint.libraries.tune import TuneFacts, TuneRun
 from ray_lint.model import RemoteDef, SemanticModel, Submission
 from ray_lint.python_model import (
@@ -138,6 +138,7 @@ class TrainableSpawnsUnreservedRayWork(Rule):
     category = "resource"
     tokens = (".remote(",)
     also_tokens = TUNE_TOKENS
+    anchor_tokens = TUNE_RUN_TOKENS
     experiment = UnreservedChildExperiment()
     docs = """
 ## What it does

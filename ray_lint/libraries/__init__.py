@@ -20,6 +20,11 @@ DATA_TOKENS = ("ray.data", "ray import data")  # ", data" would be every `(self,
 TRAIN_TOKENS = ("ray.train", "ray import train", ", train")
 TUNE_TOKENS = ("ray.tune", "ray import tune", ", tune")
 SERVE_TOKENS = ("ray.serve", "ray import serve", ", serve")
+# Calls that start a run, which the Train and Tune facts read in the same module (the loop or trainable a
+# trainer or Tuner is handed): rules about those need one of them besides the library's import, so that
+# Ray's own library source, which imports the library everywhere, is not parsed for them.
+TRAINER_CALL_TOKENS = ("Trainer(",)
+TUNE_RUN_TOKENS = ("Tuner(", "tune.run(")
 
 
 def defined_function_or_class(
