@@ -56,7 +56,12 @@ class Cluster:
             return cls(address, resources.get("CPU", 0), resources.get("GPU", 0), owned=False)
         temp_dir = tempfile.mkdtemp(prefix="rl-")  # short: Ray's socket paths must fit in 108 bytes
         logical = shutil.which("nvidia-smi") is None  # no NVIDIA driver: give the cluster logical GPUs
-        settings = {"RAY_task_events_report_interval_ms": str(EVENT_INTERVAL_MS)}
+        settings = {
+            "RAY_task_events_report_interval_ms": str(EVENT_INTERVAL_MS),
+            # Workers import the user's modules too (functions travel by reference): they must not leave a
+            # __pycache__ in the project any more than the variant's own process does.
+            "PYTHONDONTWRITEBYTECODE": "1",
+        }
         if logical:
             settings["CUDA_VISIBLE_DEVICES"] = ",".join(str(i) for i in range(LOGICAL_GPUS))
         with _environment(settings):  # the cluster's processes inherit these; this process keeps its own
