@@ -10,7 +10,8 @@ error, and the median wall time of each variant. A benchmark, not a test: run it
     python benchmarks/verify_examples.py --libraries [--out benchmarks/verify-examples-libraries.md]
 
 `--libraries` runs the examples of the Ray Data, Train, Tune and Serve rules (issue 21), in
-`examples/libraries/`, with `--preview` so that the preview rules' examples get a verdict too.
+`examples/libraries/`, each library rule selected by its code so that the preview rules' examples get
+a verdict too.
 """
 
 from __future__ import annotations
@@ -27,15 +28,15 @@ ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
 
 
-def default_rules(libraries: bool) -> set[str]:
-    """The codes of the default rules (RAY000, the file-error report, aside), from `ray-lint rule --all`:
-    Ray Core's (below RAY100) or the libraries'."""
+def default_rules(libraries: bool, preview: bool = False) -> set[str]:
+    """The codes of the default rules (and of the preview ones with `preview`; RAY000, the file-error report,
+    aside), from `ray-lint rule --all`: Ray Core's (below RAY100) or the libraries'."""
     out = subprocess.run(
         [sys.executable, "-m", "ray_lint", "rule", "--all", "--output-format", "json"], capture_output=True, text=True, check=True,
     ).stdout
     return {
         rule["code"] for rule in json.loads(out)
-        if not rule["preview"] and rule["code"] != "RAY000" and (int(rule["code"][3:]) >= 100) == libraries
+        if (preview or not rule["preview"]) and rule["code"] != "RAY000" and (int(rule["code"][3:]) >= 100) == libraries
     }
 
 
@@ -59,10 +60,12 @@ def main() -> int:
     folder = EXAMPLES / "libraries" if args.libraries else EXAMPLES
     bad = sorted(p for p in folder.glob("*.py") if not p.stem.endswith("_fixed"))
     fixed = sorted(folder.glob("*_fixed.py"))
-    preview = ["--preview"] if args.libraries else []
+    # verify runs a preview rule when it is selected by its code: every library rule, for its example
+    libraries = sorted(code for code in default_rules(True, preview=True))
+    selection = ["--select", ",".join(libraries)] if args.libraries else []
     began = time.perf_counter()
     run = subprocess.run(
-        [sys.executable, "-m", "ray_lint", "verify", "--isolated", *preview, "--num-cpus", str(args.num_cpus), "--output-format", "json",
+        [sys.executable, "-m", "ray_lint", "verify", "--isolated", *selection, "--num-cpus", str(args.num_cpus), "--output-format", "json",
          *map(str, bad), *map(str, fixed)],
         capture_output=True, text=True, cwd=ROOT,
     )
@@ -72,12 +75,12 @@ def main() -> int:
         return 2
     verdicts = json.loads(run.stdout)
     check = subprocess.run(
-        [sys.executable, "-m", "ray_lint", "check", "--isolated", "--no-cache", *preview, "--output-format", "json", *map(str, fixed)],
+        [sys.executable, "-m", "ray_lint", "check", "--isolated", "--no-cache", *selection, "--output-format", "json", *map(str, fixed)],
         capture_output=True, text=True, cwd=ROOT,
     )
     fixed_findings = json.loads(check.stdout) if check.stdout.strip() else []
     lines = [
-        f"`ray-lint verify {' '.join(preview)}{' ' if preview else ''}--num-cpus {args.num_cpus}` on {len(bad)} examples and {len(fixed)} fixed forms: "
+        f"`ray-lint verify {'--select <every library rule> ' if args.libraries else ''}--num-cpus {args.num_cpus}` on {len(bad)} examples and {len(fixed)} fixed forms: "
         f"{wall:.0f} s wall, cluster start included; {len(verdicts)} verdicts; "
         f"findings in the fixed forms: {len(fixed_findings)}.",
         "",

@@ -3,13 +3,20 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+)
 from rich.table import Table
 
 from ray_lint.config import Resolver
@@ -17,6 +24,10 @@ from ray_lint.experiment import PROBLEM_SHOWN, Verdict, tally
 from ray_lint.output.machine import workflow_command
 from ray_lint.output.text import make_console
 from ray_lint.verify.report import render_html
+
+if TYPE_CHECKING:  # Ray is imported only once the command knows it has work for a cluster
+    from ray_lint.verify.cluster import Cluster
+    from ray_lint.verify.runner import Linted
 
 EXIT_OK, EXIT_CONFIRMED, EXIT_ERROR = 0, 1, 2
 STYLES = {
@@ -37,7 +48,7 @@ def run_verify(args: argparse.Namespace, resolver: Resolver, stdout: TextIO, std
         err.print("ray-lint: error: `ray-lint verify` needs Ray: install ray-lint with its verify extra, `pip install '/path/to/ray-lint[verify]'`", markup=False)
         return EXIT_ERROR
     from ray_lint.verify.cluster import Cluster
-    from ray_lint.verify.runner import lint_for_verify, verify
+    from ray_lint.verify.runner import lint_for_verify
 
     paths = args.paths or [Path(".")]
     linted = lint_for_verify(paths, resolver, args.tests)  # before any cluster: bad input costs no start-up
@@ -51,8 +62,22 @@ def run_verify(args: argparse.Namespace, resolver: Resolver, stdout: TextIO, std
         return _print(linted.without_experiment(), args, stdout)
 
     err.print("[bold]ray-lint verify runs the flagged code and its fixed form; this executes the code in these files.[/]")
-    with err.status("starting a local Ray cluster" if args.address is None else f"connecting to {escape(args.address)}"):
-        cluster = Cluster.start(args.num_cpus, args.address)
+    # What Ray's driver prints while connected ("(raylet) WARNING: 8 PYTHON worker processes...") goes to
+    # stderr: stdout holds only the verdicts, which a JSON or GitHub reader parses.
+    with contextlib.redirect_stdout(stderr):
+        with err.status("starting a local Ray cluster" if args.address is None else f"connecting to {escape(args.address)}"):
+            cluster = Cluster.start(args.num_cpus, args.address)
+        verdicts = _run(args, resolver, cluster, err, paths, linted)
+    if args.report is not None:
+        args.report.write_text(render_html(verdicts), encoding="utf-8")
+        err.print(f"report: {args.report}", markup=False)
+    return _print(verdicts, args, stdout)
+
+
+def _run(args: argparse.Namespace, resolver: Resolver, cluster: Cluster, err: Console, paths: list[Path], linted: Linted) -> list[Verdict]:
+    """Every experiment on `cluster`, with a progress bar; the cluster is stopped after, whatever happens."""
+    from ray_lint.verify.runner import verify
+
     try:
         where = "local cluster" if cluster.owned else f"cluster at {args.address}"
         gpus = f", {cluster.num_gpus:g} {'logical ' if cluster.gpus_are_logical else ''}GPUs" if cluster.num_gpus else ""
@@ -66,13 +91,9 @@ def run_verify(args: argparse.Namespace, resolver: Resolver, stdout: TextIO, std
             def advance(path: str, total: int) -> None:
                 progress.update(bar, total=total, advance=1, description=escape(Path(path).name))
 
-            verdicts = verify(paths, resolver, cluster, args.repeat, args.timeout, advance, args.trace_dir, linted)
+            return verify(paths, resolver, cluster, args.repeat, args.timeout, advance, args.trace_dir, linted)
     finally:
         cluster.stop()
-    if args.report is not None:
-        args.report.write_text(render_html(verdicts), encoding="utf-8")
-        err.print(f"report: {args.report}", markup=False)
-    return _print(verdicts, args, stdout)
 
 
 def _print(verdicts: list[Verdict], args: argparse.Namespace, stdout: TextIO) -> int:
