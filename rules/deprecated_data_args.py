@@ -85,8 +85,6 @@ DEPRECATION_MODEL = """\
 import tempfile
 import warnings
 
-import ray.data
-
 PATH = tempfile.mkdtemp()
 {setup}
 
@@ -117,7 +115,7 @@ class DeprecationWarningExperiment(ReproductionExperiment[DeprecatedName]):
         setup, flagged, fixed = MODELLED[name]
 
         def variant(use: str) -> str:
-            return script(DEPRECATION_MODEL.format(setup=setup, use=use, name=name))
+            return script(DEPRECATION_MODEL.format(setup=setup, use=use, name=name), ("data",))
 
         return Plan(
             Variant(f"`{name}`", variant(flagged)),

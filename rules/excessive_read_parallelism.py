@@ -21,8 +21,6 @@ BLOCK_KEYWORDS = ("override_num_blocks", "parallelism")
 # sets the read's parallelism (`SetReadParallelismRule`, `logical/rules/set_read_parallelism.py`), before any
 # read task exists. Its logged warning is caught from the `ray.data` logger.
 PLANNED_READ_MODEL = """\
-import ray.data
-
 """ + DATA_LOG_CAPTURE + """\
 ray.data.range({rows}{blocks}).explain()
 said = [text for text in logged if "more than 4x the number of available CPU slots" in text]
@@ -43,8 +41,8 @@ class PlannedReadExperiment(ReproductionExperiment[None]):
         rows = RAY_WARN_READ_TASKS
         flagged = PLANNED_READ_MODEL.format(rows=rows, blocks=f", override_num_blocks={rows}")
         return Plan(
-            Variant(f"override_num_blocks={rows}", script(flagged)),
-            Variant("count left to Ray Data", script(PLANNED_READ_MODEL.format(rows=rows, blocks=""))),
+            Variant(f"override_num_blocks={rows}", script(flagged, ("data",))),
+            Variant("count left to Ray Data", script(PLANNED_READ_MODEL.format(rows=rows, blocks=""), ("data",))),
             "modelled",
             f"`ray.data.range({rows}, override_num_blocks={rows})` planned (not run) against `ray.data.range({rows})`",
         )

@@ -47,8 +47,8 @@ class LargeObjectInParamSpaceExperiment(Experiment[None]):
         with_parameters = SWEEP_MODEL.format(**shared, trainable="tune.with_parameters(train_fn, data=DATA)", config="")
         fit = timed("return sorted(result.metrics['score'] for result in tuner.fit())")
         return Plan(
-            Variant("array in param_space", script(in_config + fit)),
-            Variant("tune.with_parameters", script(with_parameters + fit)),
+            Variant("array in param_space", script(in_config + fit, ("tune",))),
+            Variant("tune.with_parameters", script(with_parameters + fit, ("tune",))),
             "modelled",
             f"a Tune sweep of {self.TRIALS} trials of {self.REPORTS} results each, reading a {self.MB} MB array",
         )

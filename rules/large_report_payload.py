@@ -24,7 +24,6 @@ REPORTING_MODEL = """\
 import tempfile
 
 import numpy as np
-from ray import tune
 
 def train_fn(config):
     weights = np.full({mb} * 10**6 // 8, config["lr"])
@@ -56,7 +55,7 @@ class ReportPayloadExperiment(Experiment[None]):
         fit = timed("return sorted(result.metrics['score'] for result in tuner.fit())")
 
         def variant(payload: str) -> str:
-            return script(REPORTING_MODEL.format(**shared, payload=payload) + fit)
+            return script(REPORTING_MODEL.format(**shared, payload=payload) + fit, ("tune",))
 
         return Plan(
             Variant("array in every result", variant('{"score": score, "weights": weights}')),

@@ -45,8 +45,8 @@ class PickledTrainableExperiment(Experiment[None]):
         with_parameters = SWEEP_MODEL.format(**shared, trainable="tune.with_parameters(train_fn, data=DATA)")
         fit = timed("return sorted(result.metrics['score'] for result in tuner.fit())")
         return Plan(
-            Variant("functools.partial", script(partial + fit)),
-            Variant("tune.with_parameters", script(with_parameters + fit)),
+            Variant("functools.partial", script(partial + fit, ("tune",))),
+            Variant("tune.with_parameters", script(with_parameters + fit, ("tune",))),
             "modelled",
             f"a Tune sweep of {self.TRIALS} trials whose trainable reads a {self.MB} MB array",
         )

@@ -74,14 +74,17 @@ more heap) and on values it cannot read.
 
 ## Example
 ```python
-os.environ["RAY_DEFAULT_OBJECT_STORE_MEMORY_PROPORTION"] = "0.6"
-import ray
+def main():
+    os.environ["RAY_DEFAULT_OBJECT_STORE_MEMORY_PROPORTION"] = "0.6"
+    import ray
+    ray.init()
 ```
 
 ## Use instead
 ```python
-import ray
-ray.init()  # the default share; set `memory=` on memory-hungry UDFs instead
+def main():
+    import ray
+    ray.init()  # the default share; set `memory=` on memory-hungry UDFs instead
 ```
 
 ## Fix safety

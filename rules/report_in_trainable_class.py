@@ -14,8 +14,6 @@ from ray_lint.rule import Context, Invalid, Rule, Valid
 CLASS_TRAINABLE_MODEL = """\
 import tempfile
 
-from ray import tune
-
 class Counter(tune.Trainable):
     def setup(self, config):
         self.count = 0
@@ -58,8 +56,8 @@ class ReportInTrainableClassExperiment(ReproductionExperiment[None]):
         reported = CLASS_TRAINABLE_MODEL.format(report='tune.report({"score": self.count})', result="{}")
         returned = CLASS_TRAINABLE_MODEL.format(report="pass", result='{"score": self.count}')
         return Plan(
-            Variant("tune.report in step()", script(reported)),
-            Variant("metrics returned by step()", script(returned)),
+            Variant("tune.report in step()", script(reported, ("tune",))),
+            Variant("metrics returned by step()", script(returned, ("tune",))),
             "modelled",
             "a class trainable run by Tune for 2 iterations, reporting the metric `score`",
         )

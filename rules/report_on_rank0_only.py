@@ -7,7 +7,7 @@ import libcst as cst
 from ray_lint.diagnostics import Severity
 from ray_lint.experiment import Plan, ReproductionExperiment, Subject, Variant, script
 from ray_lint.libraries import TRAIN_TOKENS, TRAINER_CALL_TOKENS
-from ray_lint.libraries.train import TRAIN_RUN_TIMEOUT_S, TrainFacts, rank_guard
+from ray_lint.libraries.train import TORCH_TRAINER_LIBRARIES, TRAIN_RUN_TIMEOUT_S, TrainFacts, rank_guard
 from ray_lint.model import SemanticModel
 from ray_lint.python_model import iter_subtree
 from ray_lint.rule import Context, Invalid, Rule, Valid
@@ -23,9 +23,6 @@ UNEVEN_REPORTS_MODEL = """\
 import tempfile
 import threading
 
-import ray.train
-from ray.train import RunConfig, ScalingConfig
-from ray.train.torch import TorchTrainer
 
 FINISHED = tempfile.mkdtemp()
 
@@ -36,10 +33,10 @@ def train_func():
             ray.train.report({{"epoch": epoch}})
     open(os.path.join(FINISHED, str(rank)), "w").close()
 
-trainer = TorchTrainer(
+trainer = train.torch.TorchTrainer(
     train_func,
-    scaling_config=ScalingConfig(num_workers=2, use_gpu=False, resources_per_worker={{"CPU": 0.5}}),
-    run_config=RunConfig(storage_path=tempfile.mkdtemp()),
+    scaling_config=train.ScalingConfig(num_workers=2, use_gpu=False, resources_per_worker={{"CPU": 0.5}}),
+    run_config=train.RunConfig(storage_path=tempfile.mkdtemp()),
 )
 outcome = []
 def fit():
@@ -76,7 +73,7 @@ class UnevenReportsExperiment(ReproductionExperiment[None]):
 
     def model(self, subject: Subject) -> Plan:
         def variant(reports: str) -> str:
-            return script(UNEVEN_REPORTS_MODEL.format(reports=reports, start_s=TRAIN_RUN_TIMEOUT_S - 30, hang_s=HANG_S))
+            return script(UNEVEN_REPORTS_MODEL.format(reports=reports, start_s=TRAIN_RUN_TIMEOUT_S - 30, hang_s=HANG_S), TORCH_TRAINER_LIBRARIES)
 
         return Plan(
             Variant("report on rank 0 only", variant("rank == 0")),

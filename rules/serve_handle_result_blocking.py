@@ -17,7 +17,6 @@ VALUE_STATEMENTS = (cst.Expr, cst.Return, cst.Assign, cst.AnnAssign, cst.AugAssi
 TIGHTER_THAN_AWAIT = (cst.Attribute, cst.Subscript, cst.Call)
 
 MODEL = """
-from ray import serve
 
 @serve.deployment(ray_actor_options={"num_cpus": 0})
 class Model:
@@ -52,8 +51,8 @@ class ResultInCoroutineExperiment(ReproductionExperiment[None]):
 
     def model(self, subject: Subject) -> Plan:
         return Plan(
-            Variant(".result()", script(MODEL.replace("{wait}", "self.model.predict.remote(x).result()"))),
-            Variant("await", script(MODEL.replace("{wait}", "await self.model.predict.remote(x)"))),
+            Variant(".result()", script(MODEL.replace("{wait}", "self.model.predict.remote(x).result()"), ("serve",))),
+            Variant("await", script(MODEL.replace("{wait}", "await self.model.predict.remote(x)"), ("serve",))),
             "modelled",
             "an async ingress method calling a model deployment through its handle, with `.result()` and with `await`",
         )

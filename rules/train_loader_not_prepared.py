@@ -8,6 +8,7 @@ from ray_lint.diagnostics import Severity
 from ray_lint.experiment import Plan, ReproductionExperiment, Subject, Variant, script
 from ray_lint.libraries import TRAIN_TOKENS, TRAINER_CALL_TOKENS
 from ray_lint.libraries.train import (
+    TORCH_TRAINER_LIBRARIES,
     TORCH_TRAINER_MODEL,
     TRAIN_RUN_TIMEOUT_S,
     TorchLoader,
@@ -46,7 +47,7 @@ else:
 
     def model(self, subject: Subject) -> Plan:
         def variant(prepare: str) -> str:
-            return script(TORCH_TRAINER_MODEL.format(train_func=self.COUNT.format(prepare=prepare)) + self.COMPARE)
+            return script(TORCH_TRAINER_MODEL.format(train_func=self.COUNT.format(prepare=prepare)) + self.COMPARE, TORCH_TRAINER_LIBRARIES)
 
         return Plan(
             Variant("loader not prepared", variant("pass")),

@@ -8,6 +8,7 @@ from ray_lint.diagnostics import Severity
 from ray_lint.experiment import Plan, ReproductionExperiment, Subject, Variant, script
 from ray_lint.libraries import TRAIN_TOKENS, TRAINER_CALL_TOKENS, keyword_value
 from ray_lint.libraries.train import (
+    TORCH_TRAINER_LIBRARIES,
     TORCH_TRAINER_MODEL,
     TRAIN_RUN_TIMEOUT_S,
     TorchLoader,
@@ -47,7 +48,7 @@ else:
 
     def model(self, subject: Subject) -> Plan:
         def variant(set_epoch: str) -> str:
-            return script(TORCH_TRAINER_MODEL.format(train_func=self.EPOCHS.format(set_epoch=set_epoch)) + self.COMPARE)
+            return script(TORCH_TRAINER_MODEL.format(train_func=self.EPOCHS.format(set_epoch=set_epoch)) + self.COMPARE, TORCH_TRAINER_LIBRARIES)
 
         return Plan(
             Variant("no set_epoch", variant("pass")),

@@ -7,7 +7,7 @@ import libcst as cst
 from ray_lint.diagnostics import Severity
 from ray_lint.experiment import Plan, ReproductionExperiment, Subject, Variant, script
 from ray_lint.libraries import TRAIN_TOKENS, TRAINER_CALL_TOKENS, defined_function_or_class
-from ray_lint.libraries.train import TORCH_TRAINER_MODEL, TRAIN_RUN_TIMEOUT_S, TrainFacts, TrainLoop
+from ray_lint.libraries.train import TORCH_TRAINER_LIBRARIES, TORCH_TRAINER_MODEL, TRAIN_RUN_TIMEOUT_S, TrainFacts, TrainLoop
 from ray_lint.model import SemanticModel
 from ray_lint.python_model import CallSite, ClassInfo, FunctionInfo, scope_within
 from ray_lint.rule import Context, Invalid, Rule, Valid
@@ -56,7 +56,7 @@ else:
 
     def model(self, subject: Subject) -> Plan:
         def variant(prepare: str) -> str:
-            return script(TORCH_TRAINER_MODEL.format(train_func=self.STEP.format(prepare=prepare)) + self.COMPARE)
+            return script(TORCH_TRAINER_MODEL.format(train_func=self.STEP.format(prepare=prepare)) + self.COMPARE, TORCH_TRAINER_LIBRARIES)
 
         return Plan(
             Variant("model not prepared", variant("pass")),

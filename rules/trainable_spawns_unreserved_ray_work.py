@@ -32,8 +32,6 @@ MAX_HELPER_DEPTH = 2  # how deep the trainable's calls to functions of its modul
 TRIAL_MODEL = """\
 import tempfile
 
-from ray import tune
-
 @ray.remote(num_cpus=1)
 def preprocess(x):
     return x * 2
@@ -62,8 +60,8 @@ class UnreservedChildExperiment(ReproductionExperiment[None]):
     def model(self, subject: Subject) -> Plan:
         reserved = 'tune.with_resources(trainable, tune.PlacementGroupFactory([{"CPU": 1}, {"CPU": 1}]))'
         return Plan(
-            Variant("one bundle", script(TRIAL_MODEL.format(trainable="trainable"))),
-            Variant("a second bundle", script(TRIAL_MODEL.format(trainable=reserved))),
+            Variant("one bundle", script(TRIAL_MODEL.format(trainable="trainable"), ("tune",))),
+            Variant("a second bundle", script(TRIAL_MODEL.format(trainable=reserved), ("tune",))),
             "modelled",
             "a Tune trial whose trainable submits a 1-CPU task, with one bundle per trial and with two",
         )

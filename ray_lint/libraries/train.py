@@ -219,14 +219,12 @@ def reads_rank(test: cst.BaseExpression) -> bool:
 # What a variant running the model needs at least: two workers' start, a gloo group and a fit, on 2 CPUs
 # shared with the other variant (28 s alone on a quiet machine).
 TRAIN_RUN_TIMEOUT_S = 180.0
+TORCH_TRAINER_LIBRARIES = ("train.torch",)  # what the model imports: `script(..., TORCH_TRAINER_LIBRARIES)`
 TORCH_TRAINER_MODEL = """\
 import json
 import tempfile
 
 import torch
-import ray.train
-from ray.train import RunConfig, ScalingConfig
-from ray.train.torch import TorchTrainer
 
 KEPT = tempfile.mkdtemp()
 
@@ -237,10 +235,10 @@ def keep(value):
 
 {train_func}
 
-TorchTrainer(
+train.torch.TorchTrainer(
     train_func,
-    scaling_config=ScalingConfig(num_workers=2, use_gpu=False, resources_per_worker={{"CPU": 0.5}}),
-    run_config=RunConfig(storage_path=tempfile.mkdtemp()),
+    scaling_config=train.ScalingConfig(num_workers=2, use_gpu=False, resources_per_worker={{"CPU": 0.5}}),
+    run_config=train.RunConfig(storage_path=tempfile.mkdtemp()),
 ).fit()
 kept = {{}}
 for name in os.listdir(KEPT):

@@ -131,7 +131,6 @@ import functools
 import tempfile
 
 import numpy as np
-from ray import tune
 
 DATA = np.zeros({mb} * 10**6 // 8)
 
