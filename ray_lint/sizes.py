@@ -32,6 +32,7 @@ DATA_LOADERS = (
 )
 IN_MEMORY_FILES = frozenset({"io.StringIO", "io.BytesIO"})
 LOADER_TOKENS = ("load(", "loadtxt(", "genfromtxt(", "fromfile(", "read_")
+SIZE_TOKENS = (*ALLOCATION_TOKENS, *LOADER_TOKENS)  # a file without one holds nothing this module calls large
 LOADERS_OPTION = Option(
     "large-loaders",
     list(DATA_LOADERS),

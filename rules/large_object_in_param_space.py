@@ -9,16 +9,15 @@ import libcst as cst
 
 from ray_lint.diagnostics import Severity
 from ray_lint.experiment import Experiment, Plan, Subject, Variant, script, timed
-from ray_lint.libraries import TUNE_RUN_TOKENS, TUNE_TOKENS
+from ray_lint.libraries import TUNE_RUN_TOKENS
 from ray_lint.libraries.tune import SWEEP_MODEL, TuneFacts, short_size
 from ray_lint.model import SemanticModel
 from ray_lint.python_model import Scope, literal_string
 from ray_lint.rule import Context, Invalid, Rule, Valid
 from ray_lint.sizes import (
-    ALLOCATION_TOKENS,
     LARGE_OBJECT_OPTION,
-    LOADER_TOKENS,
     LOADERS_OPTION,
+    SIZE_TOKENS,
     Size,
     size_of,
     threshold_bytes,
@@ -61,7 +60,7 @@ class LargeObjectInParamSpace(Rule):
     severity = Severity.WARNING
     category = "perf"
     tokens = ("param_space", "config")
-    also_tokens = TUNE_TOKENS
+    also_tokens = SIZE_TOKENS  # something large to hand over
     anchor_tokens = TUNE_RUN_TOKENS
     experiment = LargeObjectInParamSpaceExperiment()
     options = (LARGE_OBJECT_OPTION, LOADERS_OPTION)
@@ -191,10 +190,6 @@ There is no automatic fix: the trainable's signature changes, and every read of
             note="tune.run's config, as a dict(...) call",
         ),
     ]
-
-    def wants(self, text: str) -> bool:
-        """The pre-filter, plus an allocation or a loader the size folder knows."""
-        return super().wants(text) and any(token in text for token in (*ALLOCATION_TOKENS, *LOADER_TOKENS))
 
     def check(self, ctx: Context) -> None:
         model = ctx.model

@@ -14,7 +14,7 @@ from ray_lint.libraries.tune import REPORT_TOKENS, TuneFacts, short_size
 from ray_lint.model import SemanticModel
 from ray_lint.python_model import Scope, iter_subtree, literal_string
 from ray_lint.rule import Context, Invalid, Rule, Valid
-from ray_lint.sizes import ALLOCATION_TOKENS, LARGE_OBJECT_OPTION, LOADER_TOKENS, LOADERS_OPTION, size_of, threshold_bytes
+from ray_lint.sizes import LARGE_OBJECT_OPTION, LOADERS_OPTION, SIZE_TOKENS, size_of, threshold_bytes
 
 # Methods whose result is a model's weights (torch, Keras, scikit-learn's Ray-friendly wrappers).
 WEIGHTS_METHODS = frozenset({"state_dict", "get_weights"})
@@ -72,7 +72,7 @@ class LargeReportPayload(Rule):
     severity = Severity.WARNING
     category = "perf"
     tokens = ("report(", "def step(")
-    anchor_tokens = (*(f"{method}(" for method in sorted(WEIGHTS_METHODS)), *ALLOCATION_TOKENS, *LOADER_TOKENS)  # what it reports
+    anchor_tokens = (*(f"{method}(" for method in sorted(WEIGHTS_METHODS)), *SIZE_TOKENS)  # what it reports
     also_tokens = TUNE_TOKENS + TRAIN_TOKENS + REPORT_TOKENS
     experiment = ReportPayloadExperiment()
     options = (LARGE_OBJECT_OPTION, LOADERS_OPTION)

@@ -10,16 +10,15 @@ import libcst as cst
 
 from ray_lint.diagnostics import Severity
 from ray_lint.experiment import Experiment, Plan, Subject, Variant, script, timed
-from ray_lint.libraries import TUNE_RUN_TOKENS, TUNE_TOKENS
+from ray_lint.libraries import TUNE_RUN_TOKENS
 from ray_lint.libraries.tune import PARTIAL, SWEEP_MODEL, TuneFacts, TuneRun, short_size
 from ray_lint.model import SemanticModel
 from ray_lint.python_model import FunctionInfo, Scope, iter_subtree, scope_within
 from ray_lint.rule import Context, Invalid, Rule, Valid
 from ray_lint.sizes import (
-    ALLOCATION_TOKENS,
     LARGE_OBJECT_OPTION,
-    LOADER_TOKENS,
     LOADERS_OPTION,
+    SIZE_TOKENS,
     Size,
     size_of,
     threshold_bytes,
@@ -59,7 +58,7 @@ class PartialOrClosureForLargeData(Rule):
     severity = Severity.WARNING
     category = "perf"
     tokens = ("partial", "lambda", "def ")
-    also_tokens = TUNE_TOKENS
+    also_tokens = SIZE_TOKENS  # something large to hand over
     anchor_tokens = TUNE_RUN_TOKENS
     experiment = PickledTrainableExperiment()
     options = (LARGE_OBJECT_OPTION, LOADERS_OPTION)
@@ -179,10 +178,6 @@ closure has to become a parameter.
             note="inside with_resources",
         ),
     ]
-
-    def wants(self, text: str) -> bool:
-        """The pre-filter, plus an allocation or a loader the size folder knows."""
-        return super().wants(text) and any(token in text for token in (*ALLOCATION_TOKENS, *LOADER_TOKENS))
 
     def check(self, ctx: Context) -> None:
         model = ctx.model
