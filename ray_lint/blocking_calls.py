@@ -23,6 +23,8 @@ BLOCKING_CALLS: dict[str, str] = {
     **{f"httpx.{verb}": "`httpx.AsyncClient` or `await asyncio.to_thread(...)`" for verb in (*HTTP_VERBS, "stream")},
     "urllib.request.urlopen": "an async client (aiohttp, `httpx.AsyncClient`) or `await asyncio.to_thread(...)`",
     "urllib3.request": "an async client (aiohttp, `httpx.AsyncClient`) or `await asyncio.to_thread(...)`",
+    # The `wikipedia` package, a synchronous client over `requests`.
+    **{f"wikipedia.{name}": "`await asyncio.to_thread(...)`" for name in ("search", "page", "summary", "suggest", "geosearch", "random")},
     **{
         f"subprocess.{name}": "`await asyncio.create_subprocess_exec(...)` or `await asyncio.to_thread(...)`"
         for name in ("run", "call", "check_call", "check_output", "getoutput", "getstatusoutput")
@@ -34,12 +36,7 @@ BLOCKING_CALLS: dict[str, str] = {
     },
 }
 # Text one of the names above needs in the file, whatever its import style (`from time import sleep`).
-BLOCKING_TOKENS = ("sleep", "requests", "httpx", "urlopen", "urllib3", "subprocess", "system", "wait", "socket")
-
-
-def mentions_blocking_call(text: str) -> bool:
-    """A pre-filter: whether a file's text can name one of the blocking calls at all."""
-    return any(token in text for token in BLOCKING_TOKENS)
+BLOCKING_TOKENS = ("sleep", "requests", "httpx", "urlopen", "urllib3", "subprocess", "system", "wait", "socket", "wikipedia")
 
 
 def blocking_call(model: SemanticModel, site: CallSite) -> str | None:

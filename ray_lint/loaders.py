@@ -7,6 +7,11 @@ narrower list of loaders whose *result* counts as a large object to pass around.
 
 from __future__ import annotations
 
+import libcst as cst
+
+from ray_lint.model import SemanticModel
+from ray_lint.python_model import dotted_name
+
 # Calls that read a whole file, or a pickled model, into the heap.
 FILE_LOADERS = frozenset({
     "pandas.read_csv", "pandas.read_parquet", "pandas.read_json", "pandas.read_excel", "pandas.read_feather",
@@ -28,3 +33,29 @@ MODEL_LOADERS = frozenset({
 # Methods that load a pretrained model whatever class they are called on (transformers, diffusers,
 # sentence-transformers, tokenizers).
 MODEL_LOADER_METHODS = frozenset({"from_pretrained"})
+# The loaders of `MODEL_LOADERS` that build a neural network (an LLM, a diffusion pipeline, a vision net).
+NEURAL_MODEL_LOADERS = frozenset({
+    "transformers.pipeline", "torch.hub.load", "sentence_transformers.SentenceTransformer", "whisper.load_model",
+    "vllm.LLM", "ultralytics.YOLO",
+})
+# Text a file needs to load a neural model in one of the ways `loads_neural_model` knows.
+NEURAL_MODEL_TOKENS = ("from_pretrained", "pipeline", "hub", "SentenceTransformer", "load_model", "LLM", "YOLO", "Model.load")
+# Classes whose `from_pretrained` loads something small beside a model: tokenizers, configs, processors.
+NOT_MODELS = ("Tokenizer", "Config", "Processor", "FeatureExtractor")
+
+
+def loads_neural_model(model: SemanticModel, call: cst.Call) -> bool:
+    """Whether the call builds a neural network from its weights, one whose forward pass takes tens of
+    milliseconds or more: one of `NEURAL_MODEL_LOADERS`, a `from_pretrained` of a model class (not of a
+    tokenizer or a config), or `SomeModel.load(...)` (Ludwig). Classic models (XGBoost, scikit-learn through
+    MLflow or joblib) and Keras files of any size are left out: a prediction of theirs may take a millisecond."""
+    func = call.func
+    if isinstance(func, cst.Attribute):
+        receiver = dotted_name(func.value) or ""
+        last = receiver.rpartition(".")[2]
+        if func.attr.value in MODEL_LOADER_METHODS:
+            return not any(word in last for word in NOT_MODELS)
+        if func.attr.value == "load" and last.endswith("Model"):
+            return True
+    site = model.call_site(call)
+    return site is not None and model.call_name(site) in NEURAL_MODEL_LOADERS

@@ -361,6 +361,7 @@ class PythonModel:
         self._names_bound: dict[int, frozenset[str]] = {}
         self._methods: dict[int, dict[str, FunctionInfo]] = {}
         self._self_stores: dict[int, dict[str, list[Store]]] = {}
+        self._modules_returned: dict[int, str | None] = {}
         self._positions: Positions | None = None
         self._calls_to: dict[str, tuple[CallSite, ...]] = {}
         self.marked_large: set[int] = set()  # ids of statements on a line that says `# ray-lint: large`
@@ -433,7 +434,32 @@ class PythonModel:
                 return imports[-1].imported
         if binding.kind == "assign" and isinstance(binding.value, (cst.Name, cst.Attribute)):
             return self.qualified_name(binding.value, binding.scope, binding.index, _depth + 1)
+        if binding.kind == "assign" and isinstance(binding.value, cst.Call) and isinstance(binding.value.func, cst.Name):
+            return self._module_returned(binding.value.func, binding.scope, binding.index)
         return None
+
+    def _module_returned(self, func: cst.Name, scope: Scope, at: int) -> str | None:
+        """The module a call of a module function returns when every `return` of its body returns one
+        module it imports (`def _import_serve(): from ray import serve ... return serve`): a lazy import,
+        as libraries write them for optional dependencies. Memoized per function."""
+        binding = self.reaching_binding(func.value, scope, at)
+        if binding is None or binding.kind != "def" or not isinstance(binding.node, cst.FunctionDef):
+            return None
+        key = id(binding.node)
+        if key not in self._modules_returned:
+            self._modules_returned[key] = None  # while it is asked: a recursive importer returns nothing known
+            info = self.function_info(binding.node)
+            returned = {
+                self.qualified_name(node.value, info.scope, AFTER_ALL) if isinstance(node.value, cst.Name) else None
+                for node in iter_subtree(binding.node.body, into_functions=False)
+                if isinstance(node, cst.Return)
+            } if info is not None else set()
+            only = next(iter(returned)) if len(returned) == 1 else None
+            imported = only is not None and any(
+                b.kind == "import" and b.imported == only for bindings in info.scope.bindings.values() for b in bindings  # type: ignore[union-attr]
+            )
+            self._modules_returned[key] = only if imported else None
+        return self._modules_returned[key]
 
     def call_site(self, call: cst.Call) -> CallSite | None:
         return self._call_sites.get(id(call))
@@ -528,6 +554,22 @@ class PythonModel:
         if methods is None:
             methods = self._methods[id(cls)] = {m.node.name.value: m for m in cls.methods}
         return methods.get(name)
+
+    def local_callee(self, caller: FunctionInfo, call: cst.Call) -> FunctionInfo | None:
+        """The function of this module that `call` (made in `caller`) runs: `helper(...)` bound to a `def`
+        of the module, or `self.method(...)` of the caller's own class."""
+        func = call.func
+        site = self.call_site(call)
+        if site is None:
+            return None
+        if isinstance(func, cst.Name):
+            binding = self.reaching_binding(func.value, site.scope, site.index)
+            if binding is not None and binding.kind == "def" and isinstance(binding.node, cst.FunctionDef):
+                return self.function_info(binding.node)
+            return None
+        if isinstance(func, cst.Attribute) and is_name(func.value, "self") and caller.owner is not None:
+            return self.method(caller.owner, func.attr.value)
+        return None
 
     @cached_property
     def _comprehension_scopes(self) -> dict[int, Scope]:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from ray_lint.blocking_calls import blocking_call, mentions_blocking_call, sleep_fix
+from ray_lint.analyses.event_loop import may_stall, stall_message, stalls
+from ray_lint.blocking_calls import sleep_fix
 from ray_lint.diagnostics import Severity
 from ray_lint.experiment import (
     MOST_AT_ONCE,
@@ -13,8 +14,6 @@ from ray_lint.experiment import (
     script,
     timed,
 )
-from ray_lint.model import RemoteDef
-from ray_lint.python_model import CallSite, FunctionInfo
 from ray_lint.rule import REMOTE_MADE, Context, Invalid, Rule, Valid
 
 
@@ -215,22 +214,18 @@ blocking calls have no fix: the async replacement depends on the library.
     ]
 
     def wants(self, text: str) -> bool:
-        """The pre-filter, plus one of the blocking names: a file needs `async def`, a remote class and a blocking call."""
-        return super().wants(text) and mentions_blocking_call(text)
+        """The pre-filter, plus something that can stall an event loop (`event_loop.may_stall`)."""
+        return super().wants(text) and may_stall(text)
 
     def check(self, ctx: Context) -> None:
         model = ctx.model
-        for site in model.calls:
-            owner = model.remote_of_scope(site.scope)
-            if owner is None or owner[0].kind != "actor" or not owner[1].is_async:
+        for actor in model.remote_defs:
+            if actor.kind != "actor" or actor.cls is None:
                 continue
-            name = blocking_call(model, site)
-            if name is not None:
-                self._report(ctx, site, name, *owner)
-
-    def _report(self, ctx: Context, site: CallSite, name: str, actor: RemoteDef, method: FunctionInfo) -> None:
-        ctx.report(
-            site.node,
-            f"`{name}` blocks the event loop of async actor method `{actor.name}.{method.node.name.value}`",
-            fix=sleep_fix(ctx, site, method) if name == "time.sleep" else None,
-        )
+            for method in actor.cls.methods:
+                if not method.is_async:
+                    continue
+                where = f"async actor method `{actor.name}.{method.node.name.value}`"
+                for stall in stalls(model, method):
+                    fix = sleep_fix(ctx, stall.site, method) if stall.helper is None and stall.name == "time.sleep" else None
+                    ctx.report(stall.site.node, stall_message(ctx, stall, where, "the actor's event loop"), fix=fix)

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from ray_lint.blocking_calls import blocking_call, mentions_blocking_call, sleep_fix
+import libcst as cst
+
+from ray_lint.analyses.event_loop import may_stall, stall_message, stalls
+from ray_lint.blocking_calls import sleep_fix
 from ray_lint.diagnostics import Severity
 from ray_lint.experiment import (
     MOST_AT_ONCE,
@@ -216,27 +219,22 @@ this one's. Other blocking calls have no fix: the async replacement depends on t
     ]
 
     def wants(self, text: str) -> bool:
-        """The pre-filter, plus one of the blocking names: a file needs `async def`, Serve and a blocking call."""
-        return super().wants(text) and mentions_blocking_call(text)
+        """The pre-filter, plus something that can stall an event loop (`event_loop.may_stall`)."""
+        return super().wants(text) and may_stall(text)
 
     def check(self, ctx: Context) -> None:
         model = ctx.model
         serve = model.analysis(ServeFacts)
-        for site in model.calls:
-            owner = serve.deployment_of_scope(site.scope)
-            if owner is None or owner[1].node.asynchronous is None:
-                continue
-            name = blocking_call(model, site)
-            if name is None:
-                continue
-            deployment, method = owner
-            where = (
-                f"async Serve method `{deployment.name}.{method.node.name.value}`"
-                if method.owner is not None
-                else f"async Serve deployment `{deployment.name}`"
-            )
-            ctx.report(
-                site.node,
-                f"`{name}` blocks the event loop of {where}",
-                fix=sleep_fix(ctx, site, method) if name == "time.sleep" else None,
-            )
+        for deployment in serve.deployments.values():
+            node = deployment.node
+            if isinstance(node, cst.ClassDef):
+                cls = model.class_info(node)
+                methods = [m for m in cls.methods if m.is_async] if cls is not None else []
+            else:
+                info = model.function_info(node)
+                methods = [info] if info is not None and info.is_async else []
+            for method in methods:
+                where = f"`{deployment.name}.{method.node.name.value}`" if method.owner is not None else f"`{deployment.name}`"
+                for stall in stalls(model, method, inference=not serve.is_batched(method)):
+                    fix = sleep_fix(ctx, stall.site, method) if stall.helper is None and stall.name == "time.sleep" else None
+                    ctx.report(stall.site.node, stall_message(ctx, stall, f"async Serve method {where}", "the replica's event loop"), fix=fix)

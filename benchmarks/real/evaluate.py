@@ -146,6 +146,7 @@ def main() -> None:
     parser.add_argument("--preview", action="store_true", help="enable preview rules too")
     parser.add_argument("--unjudged", action="store_true", help="print unjudged findings as judgement rows to fill in")
     parser.add_argument("--only", action="append", default=[], help="lint only this project (repeatable)")
+    parser.add_argument("--missed", action="store_true", help="list the hand marks that no finding matches")
     args = parser.parse_args()
 
     judged = load_judgements()
@@ -179,7 +180,7 @@ def main() -> None:
 
     linted = {p["repo"] for p in projects}
     preview = set() if args.preview else preview_codes()
-    print_recall(found, judged, [mark for mark in load_marks() if mark.repo in linted], preview, all_codes())
+    print_recall(found, judged, [mark for mark in load_marks() if mark.repo in linted], preview, all_codes(), args.missed)
     lost = [key for key, (verdict, _) in judged.items() if verdict == "right" and key.repo in linted and key not in found]
     print(f"\njudged right but no longer reported: {len(lost)}")
     for key in sorted(lost, key=lambda k: (k.code, k.repo, k.path, k.line)):
@@ -187,8 +188,11 @@ def main() -> None:
         print(f"  {key.code}{why} {key.repo} {key.path}:{key.line}  {judged[key][1]}")
 
 
-def print_recall(found: dict[Key, dict], judged: dict[Key, tuple[str, str]], marks: list[Key], preview: set[str], codes: set[str]) -> None:
-    """Per-rule recall over the known problems: judged-right findings, and hand marks (found or not)."""
+def print_recall(
+    found: dict[Key, dict], judged: dict[Key, tuple[str, str]], marks: list[Key], preview: set[str], codes: set[str], missed: bool = False
+) -> None:
+    """Per-rule recall over the known problems: judged-right findings, and hand marks (found or not);
+    with `missed`, the hand marks of rules that exist that no finding matches."""
     by_file: dict[tuple[str, str, str], list[int]] = defaultdict(list)
     for key in found:
         by_file[(key.repo, key.path, key.code)].append(key.line)
@@ -230,6 +234,11 @@ def print_recall(found: dict[Key, dict], judged: dict[Key, tuple[str, str]], mar
     every = sum(marked[s] for s in ("default", "preview", "no rule"))
     hits = sum(marked[f"{s} found"] for s in ("default", "preview", "no rule"))
     print(f"  {'all':<8} {hits:>3} of {every:>3} ({hits / every:.0%})" if every else "")
+    if missed:
+        print("\nhand marks not found:")
+        for mark in sorted(marks, key=lambda m: (m.code, m.repo, m.path, m.line)):
+            if mark.code in codes and not near(mark, by_file.get((mark.repo, mark.path, mark.code), ())):
+                print(f"  {mark.code}{' (preview)' if mark.code in preview else ''} {mark.repo} {mark.path}:{mark.line}")
 
 
 def _recall_row(code: str, status: str, row: Counter[str]) -> str:

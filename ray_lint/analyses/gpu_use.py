@@ -92,7 +92,7 @@ class _GpuHelpers:
             if _uses_gpu(self.model, call):
                 found: cst.CSTNode | None = call.value if isinstance(call, cst.Subscript) else call
             else:
-                callee = self._callee(info, call) if isinstance(call, cst.Call) else None
+                callee = self.model.local_callee(info, call) if isinstance(call, cst.Call) else None
                 found = self.marker(callee, depth + 1) if callee is not None else None
             if found is not None:
                 self._markers[key] = found
@@ -101,7 +101,7 @@ class _GpuHelpers:
 
     def reached(self, caller: FunctionInfo, call: cst.Call) -> GpuUse | None:
         """The GPU use `call` reaches in a helper: one of this module (followed), or one imported (a fact)."""
-        callee = self._callee(caller, call)
+        callee = self.model.local_callee(caller, call)
         if callee is not None:
             marker = self.marker(callee, 1)
             if marker is None:
@@ -112,22 +112,6 @@ class _GpuHelpers:
         if imported is None:
             return None
         return GpuUse(call, call, imported, (f"gpu:{imported.rsplit('.', 1)[-1]}",))
-
-    def _callee(self, caller: FunctionInfo, call: cst.Call) -> FunctionInfo | None:
-        """The module's function that `call` runs: `helper(...)` bound to a `def` of the module, or
-        `self.method(...)` of the caller's own class."""
-        func = call.func
-        site = self.model.call_site(call)
-        if site is None:
-            return None
-        if isinstance(func, cst.Name):
-            binding = self.model.reaching_binding(func.value, site.scope, site.index)
-            if binding is not None and binding.kind == "def" and isinstance(binding.node, cst.FunctionDef):
-                return self.model.function_info(binding.node)
-            return None
-        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self" and caller.owner is not None:
-            return self.model.method(caller.owner, func.attr.value)
-        return None
 
     def _imported_function(self, call: cst.Call) -> str | None:
         """The qualified name (`.gpu.helper`) of a lower-case function imported from another module

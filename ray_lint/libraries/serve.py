@@ -16,6 +16,7 @@ from ray_lint.model import SemanticModel
 from ray_lint.python_model import AFTER_ALL, ClassInfo, FunctionInfo, Scope, dotted_name
 
 DEPLOYMENT = "ray.serve.deployment"
+BATCH = "ray.serve.batch"
 # Calls that return a `DeploymentHandle`.
 HANDLE_MAKERS = ("ray.serve.get_deployment_handle", "ray.serve.get_app_handle", "ray.serve.run")
 
@@ -61,6 +62,14 @@ class ServeFacts:
         owner = info.owner.node if info.owner is not None else info.node
         deployment = self.deployments.get(id(owner))
         return (deployment, info) if deployment is not None else None
+
+    def is_batched(self, method: FunctionInfo) -> bool:
+        """Whether the method is a `@serve.batch` handler: Serve gathers requests into one call of it."""
+        for decorator in method.node.decorators:
+            expr = decorator.decorator.func if isinstance(decorator.decorator, cst.Call) else decorator.decorator
+            if self.model.qualified_name(expr, method.parent_scope, AFTER_ALL) == BATCH:
+                return True
+        return False
 
     def is_handle_response(self, expr: cst.BaseExpression, scope: Scope, at: int, depth: int = 0) -> bool:
         """Whether `expr` is what a `DeploymentHandle` call returns, a `DeploymentResponse`:
