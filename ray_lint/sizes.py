@@ -6,16 +6,32 @@ of literal lengths, `bytes(n)`, `bytearray(n)`, `b"x" * n`, `"x" * n`, `[0] * n`
 (`x.copy()`, `np.zeros_like(x)`), comprehensions of those over literal counts, names bound to them,
 and values whose line says `# ray-lint: large`. A size is what Ray serializes: an array's
 buffer, or a lower bound of a list's pickle.
+
+A rule may also ask for data loaders (`pd.read_csv`...), whose result counts as large of unknown size;
+then so does what is derived from it by a method that keeps most of it (`df.drop("label", axis=1)`,
+`.astype(...)`, `.values`), the parts of `train_test_split`, and the result of a function or static
+method of the module that returns such a value (its parameters bound to the call's arguments).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import libcst as cst
 
 from ray_lint.model import SemanticModel
-from ray_lint.python_model import LARGE_MARKER, MAX_FOLD_DEPTH, Scope, constant_int
+from ray_lint.python_model import (
+    AFTER_ALL,
+    LARGE_MARKER,
+    MAX_FOLD_DEPTH,
+    Binding,
+    FunctionInfo,
+    Scope,
+    constant_int,
+    is_name,
+    iter_subtree,
+)
 from ray_lint.rule import Option
 
 # Pre-filter tokens of a file that may hold an allocation this module can fold.
@@ -63,6 +79,14 @@ _TORCH_FILLED = frozenset(
 )  # (*size or a sequence, dtype=float32)
 _TORCH_LIKE = frozenset({"torch.zeros_like", "torch.ones_like", "torch.empty_like", "torch.clone"})
 _COPY_METHODS = frozenset({"copy", "clone"})
+# Methods of a loaded frame, array or tensor whose result keeps most of it (a column or two dropped, a new
+# dtype, the same rows in another order or shape); `.values` too. Row filters and column picks are not here.
+_LOADED_DATA_KEEPING_METHODS = frozenset({
+    "drop", "astype", "fillna", "reset_index", "sort_values", "to_numpy", "reshape", "float",
+})
+_LOADED_DATA_KEEPING_ATTRIBUTES = frozenset({"values"})
+# Splitters of arrays into parts, two per array (train, test): `X_train, X_test, y_train, y_test = ...`.
+_SPLITTERS = frozenset({"sklearn.model_selection.train_test_split"})
 _ARANGES = frozenset({"numpy.arange", "torch.arange"})  # integer bounds: int64 items unless `dtype=`
 
 _NUMPY_ITEM_SIZES = {
@@ -119,6 +143,9 @@ class SizeFolder:
     def __init__(self, model: SemanticModel, loaders: frozenset[str] = frozenset()) -> None:
         self.model = model
         self.loaders = loaders
+        # While the returns of a called function of the module are folded: its parameters' arguments, as
+        # (expression, the caller's scope, event), by the id of the function's scope.
+        self._arguments: dict[int, dict[str, tuple[cst.BaseExpression, Scope, int]]] = {}
 
     def size_of(self, expr: cst.BaseExpression, scope: Scope, at: int, depth: int = 0) -> Size | None:
         if depth > MAX_FOLD_DEPTH:
@@ -131,6 +158,8 @@ class SizeFolder:
             return self._size_of_repetition(expr, scope, at, depth)
         if isinstance(expr, (cst.ListComp, cst.SetComp, cst.DictComp)):
             return self._size_of_comprehension(expr, depth)
+        if isinstance(expr, cst.Attribute) and self.loaders and expr.attr.value in _LOADED_DATA_KEEPING_ATTRIBUTES:
+            return _loaded(self.size_of(expr.value, scope, at, depth), expr)
         return None
 
     def _size_of_comprehension(self, expr: cst.ListComp | cst.SetComp | cst.DictComp, depth: int) -> Size | None:
@@ -148,19 +177,108 @@ class SizeFolder:
 
     def _size_of_name(self, name: str, scope: Scope, at: int, depth: int) -> Size | None:
         binding = self.model.reaching_binding(name, scope, at)
-        if binding is None or binding.kind != "assign" or binding.value is None:
+        if binding is None:
             return None
+        if binding.kind == "param":
+            argument = self._arguments.get(id(binding.scope), {}).get(name)
+            return self.size_of(argument[0], argument[1], argument[2], depth + 1) if argument is not None else None
+        if binding.kind != "assign":
+            return None
+        if binding.value is None:  # unpacked: `X_train, X_test, y_train, y_test = train_test_split(X, y)`
+            source, unpacked = binding.source, _unpacked_position(binding) if self.loaders else None
+            if source is None or unpacked is None:
+                return None
+            position, count = unpacked
+            return self._size_of_part(source, position, count, binding.scope, binding.index, depth + 1)
         if id(binding.statement) in self.model.marked_large:
             return Size(None, binding.value)
         return self.size_of(binding.value, binding.scope, binding.index, depth + 1)
+
+    def _size_of_part(
+        self, value: cst.BaseExpression, position: int, count: int, scope: Scope, at: int, depth: int
+    ) -> Size | None:
+        """The size of item `position` of `value` unpacked into `count` names, when it is loaded data: an
+        item of a tuple or list of that length, a part of a split, an item of what a function of the module
+        returns."""
+        if depth > MAX_FOLD_DEPTH:
+            return None
+        if isinstance(value, (cst.Tuple, cst.List)):
+            elements = value.elements
+            if len(elements) != count or any(isinstance(element, cst.StarredElement) for element in elements):
+                return None
+            return _loaded(self.size_of(elements[position].value, scope, at, depth), value)
+        if not isinstance(value, cst.Call):
+            return None
+        if self.model.qualified_name(value.func, scope, at) in _SPLITTERS:
+            arrays = [arg.value for arg in value.args if arg.keyword is None]
+            if any(arg.star for arg in value.args) or count != 2 * len(arrays):
+                return None
+            return _loaded(self.size_of(arrays[position // 2], scope, at, depth), value)
+        return self._size_of_returned(value, scope, at, lambda returned, inner: self._size_of_part(
+            returned, position, count, inner, AFTER_ALL, depth + 1
+        ))
+
+    def _size_of_returned(
+        self, call: cst.Call, scope: Scope, at: int, fold: Callable[[cst.BaseExpression, Scope], Size | None]
+    ) -> Size | None:
+        """Loaded data that a function of the module called by `call` returns: `fold` of every value it
+        returns, in its scope, with its parameters bound to the call's arguments."""
+        function = self._callee(call, scope, at)
+        if function is None or id(function.scope) in self._arguments or any(arg.star for arg in call.args):
+            return None  # not the module's, recursive, or arguments unpacked
+        params = function.node.params
+        positional = [param.name.value for param in (*params.posonly_params, *params.params)]
+        arguments: dict[str, tuple[cst.BaseExpression, Scope, int]] = {}
+        for index, arg in enumerate(arg for arg in call.args if arg.keyword is None):
+            if index < len(positional):
+                arguments[positional[index]] = (arg.value, scope, at)
+        for arg in call.args:
+            if arg.keyword is not None:
+                arguments[arg.keyword.value] = (arg.value, scope, at)
+        returns = [node for node in iter_subtree(function.node.body, into_functions=False) if isinstance(node, cst.Return)]
+        returned = [node.value for node in returns if node.value is not None]
+        if not returned or len(returned) != len(returns):
+            return None
+        self._arguments[id(function.scope)] = arguments
+        try:
+            sizes = [fold(value, function.scope) for value in returned]
+        finally:
+            del self._arguments[id(function.scope)]
+        loaded = [size.loader for size in sizes if size is not None and size.loader is not None]
+        return Size(None, call, loaded[0]) if len(loaded) == len(sizes) else None
+
+    def _callee(self, call: cst.Call, scope: Scope, at: int) -> FunctionInfo | None:
+        """The function of this module that `call` runs: an undecorated `def` bound to its name, or a static
+        method called through its class (`DataUtils.get_data(path)`)."""
+        func, model = call.func, self.model
+        if isinstance(func, cst.Name):
+            binding = model.reaching_binding(func.value, scope, at)
+            if binding is not None and binding.kind == "def" and isinstance(binding.node, cst.FunctionDef):
+                return model.function_info(binding.node) if not binding.node.decorators else None
+            return None
+        if not isinstance(func, cst.Attribute) or not isinstance(func.value, cst.Name):
+            return None
+        binding = model.reaching_binding(func.value.value, scope, at)
+        if binding is None or binding.kind != "class" or not isinstance(binding.node, cst.ClassDef):
+            return None
+        cls = model.class_info(binding.node)
+        method = model.method(cls, func.attr.value) if cls is not None else None
+        decorators = [decorator.decorator for decorator in method.node.decorators] if method is not None else []
+        return method if len(decorators) == 1 and is_name(decorators[0], "staticmethod") else None
 
     def _size_of_call(self, call: cst.Call, scope: Scope, at: int, depth: int) -> Size | None:
         func = call.func
         if isinstance(func, cst.Attribute) and func.attr.value in _COPY_METHODS and not call.args:
             copied = self.size_of(func.value, scope, at, depth + 1)
-            return Size(copied.bytes, call) if copied is not None else None
+            return Size(copied.bytes, call, copied.loader) if copied is not None else None
+        if isinstance(func, cst.Attribute) and self.loaders and func.attr.value in _LOADED_DATA_KEEPING_METHODS:
+            return _loaded(self.size_of(func.value, scope, at, depth), call)
         name = self.model.qualified_name(func, scope, at) or _builtin(func, self.model, scope, at)
         if name is None:
+            if self.loaders:
+                return self._size_of_returned(call, scope, at, lambda returned, inner: self.size_of(
+                    returned, inner, AFTER_ALL, depth + 1
+                ))
             return None
         if name in self.loaders:
             source = call.args[0].value if call.args else None
@@ -261,6 +379,25 @@ class SizeFolder:
             return None
         library, _, short = name.rpartition(".")
         return sizes.get(short) if library in ("numpy", "torch", "") else None
+
+
+def _loaded(size: Size | None, derived: cst.BaseExpression) -> Size | None:
+    """`derived`, made from a value of `size`, as loaded data of unknown size when that value is loaded data."""
+    return Size(None, derived, size.loader) if size is not None and size.loader is not None else None
+
+
+def _unpacked_position(binding: Binding) -> tuple[int, int] | None:
+    """Where the name of an unpacking binding is in its flat tuple or list target: (position, length)."""
+    assign = binding.statement
+    if not isinstance(assign, cst.Assign) or len(assign.targets) != 1:
+        return None
+    target = assign.targets[0].target
+    if not isinstance(target, (cst.Tuple, cst.List)) or any(isinstance(e, cst.StarredElement) for e in target.elements):
+        return None
+    for position, element in enumerate(target.elements):
+        if element.value is binding.node:
+            return position, len(target.elements)
+    return None
 
 
 def _builtin(expr: cst.BaseExpression, model: SemanticModel, scope: Scope, at: int) -> str | None:

@@ -72,8 +72,16 @@ Finds, in an `async def` method of a Ray actor class, a call to a known blocking
 `time.sleep`; synchronous HTTP (`requests.*`, `httpx.get`/`post`/..., `urllib.request.urlopen`,
 `urllib3.request`); subprocesses (`subprocess.run`/`call`/`check_call`/`check_output`/
 `getoutput`/`getstatusoutput`, `os.system`, `os.wait*`); blocking name resolution and connects
-(`socket.create_connection`, `socket.getaddrinfo`, `socket.gethostbyname*`). Names are resolved
-through imports and aliases (`from time import sleep`).
+(`socket.create_connection`, `socket.getaddrinfo`, `socket.gethostbyname*`); the `wikipedia`
+client. Names are resolved through imports and aliases (`from time import sleep`).
+
+It also finds, as RAY222 does for Serve replicas (`analyses/event_loop.py`):
+- the blocking twin of an async API: a public `*_sync` method of another object
+  (`client.fetch_sync(key)`) that is not known to block on `ray.get` (that is RAY006's);
+- a neural network's inference on an attribute that holds one loaded in the class
+  (`self.model = AutoModel.from_pretrained(...)`, then `self.model.generate(...)` or `self.model(x)`);
+- a call of a synchronous helper that does one of those whenever it runs: a function of the module
+  or a method of the same class, followed two calls deep; the message names the line where it blocks.
 
 ## Why is this bad?
 An actor with an `async def` method is an async actor: all its methods run as coroutines on one
@@ -90,7 +98,9 @@ they take 0.50 s (4.0×).
 - `time.sleep(0)`;
 - synchronous methods of the actor (see RAY078) and `async def` functions that are not methods
   of a Ray actor;
-- calls on objects (`session.get(...)`, `sock.recv(...)`, `proc.wait()`): their type is unknown.
+- calls on objects (`session.get(...)`, `sock.recv(...)`, `proc.wait()`): their type is unknown;
+- helpers in other modules, a call in an `except` block (a fallback), and an awaited call;
+- inference of classic models (XGBoost, scikit-learn), which may take a millisecond.
 
 ## Example
 ```python
@@ -171,6 +181,16 @@ blocking calls have no fix: the async replacement depends on the library.
             "        def work():\n            return subprocess.run(cmd)\n        return await asyncio.to_thread(work)\n",
             "the subprocess runs in a nested def handed to a thread",
         ),
+        Valid(
+            "import ray\nimport requests\n\ndef fetch(url):\n    return requests.get(url).json()\n\n@ray.remote\nclass A:\n"
+            "    def refresh(self, url):\n        return fetch(url)\n\n    async def ping(self):\n        return 'ok'\n",
+            "the blocking helper is called from a synchronous method",
+        ),
+        Valid(
+            "import ray\n\n@ray.remote\nclass Learner:\n    async def push(self, client):\n"
+            "        with self._disabled_for_sync():\n            await client.send()\n",
+            "a private method of self whose name ends in _sync is not an API's blocking twin",
+        ),
     ]
     INVALID = [
         Invalid(
@@ -211,6 +231,19 @@ blocking calls have no fix: the async replacement depends on the library.
             "        with urlopen('http://localhost:8000/health') as response:\n            return response.status\n",
             7,
         ),
+        Invalid(
+            "import ray\nimport requests\n\nclass Crawler:\n    def page(self, url):\n        return requests.get(url).text\n\n"
+            "    async def crawl(self, urls):\n        return [self.page(url) for url in urls]\n\nCrawlerActor = ray.remote(Crawler)\n",
+            9,
+            note="a sync helper method of the same class; reported at the call in the coroutine",
+        ),
+        Invalid(
+            "import ray\nfrom transformers import pipeline\n\n@ray.remote(max_concurrency=8)\nclass Embedder:\n"
+            "    def __init__(self):\n        self.model = pipeline('feature-extraction')\n\n"
+            "    async def embed(self, text):\n        return self.model(text)\n",
+            10,
+            note="a neural model's inference on the event loop",
+        ),
     ]
 
     def wants(self, text: str) -> bool:
@@ -225,7 +258,7 @@ blocking calls have no fix: the async replacement depends on the library.
             for method in actor.cls.methods:
                 if not method.is_async:
                     continue
-                where = f"async actor method `{actor.name}.{method.node.name.value}`"
+                name = f"`{actor.name}.{method.node.name.value}`"
                 for stall in stalls(model, method):
                     fix = sleep_fix(ctx, stall.site, method) if stall.helper is None and stall.name == "time.sleep" else None
-                    ctx.report(stall.site.node, stall_message(ctx, stall, where, "the actor's event loop"), fix=fix)
+                    ctx.report(stall.site.node, stall_message(ctx, stall, "async actor method", name, "the actor's event loop"), fix=fix)

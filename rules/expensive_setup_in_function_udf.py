@@ -1,4 +1,5 @@
-"""RAY102 expensive-setup-in-function-udf: a function UDF that loads a model or opens a client on every call."""
+"""RAY102 expensive-setup-in-function-udf: a function UDF (or function Serve deployment) that loads a model or
+opens a client on every call."""
 
 from __future__ import annotations
 
@@ -6,8 +7,9 @@ import libcst as cst
 
 from ray_lint.diagnostics import Severity
 from ray_lint.experiment import Experiment, Plan, Subject, Variant, script, timed
-from ray_lint.libraries import DATA_TOKENS, defined_function_or_class
+from ray_lint.libraries import DATA_TOKENS, SERVE_TOKENS, defined_function_or_class
 from ray_lint.libraries.data import UDF_METHODS, DatasetFacts, udf_of
+from ray_lint.libraries.serve import ServeFacts
 from ray_lint.loaders import MODEL_LOADER_METHODS, MODEL_LOADERS
 from ray_lint.model import SemanticModel
 from ray_lint.python_model import (
@@ -23,6 +25,9 @@ from ray_lint.sizes import DATA_LOADERS
 # Calls that build something costly to make once per row or batch: a model, a tokenizer, a session, a client.
 SETUP_CALLS = MODEL_LOADERS | {"boto3.client", "boto3.resource"}
 MAX_HELPER_DEPTH = 2
+# Text a module needs to make a Serve deployment (the decorator, bare or with options, or the call form):
+# Ray's own Serve code says "deployment" in almost every file without making one.
+DEPLOYMENT_TOKENS = ("@serve.deployment", "@deployment", "serve.deployment(")
 # Text one of the calls above needs in the file, whatever its import style.
 SETUP_TOKENS = (
     "load", "from_pretrained", "pipeline", "InferenceSession", "client", "resource", "SentenceTransformer", "LLM",
@@ -37,10 +42,11 @@ class _Setups:
 
     def __init__(self, model: SemanticModel) -> None:
         self.model = model
-        self._found: dict[int, str | None] = {}
+        self._found: dict[int, tuple[str, cst.Call] | None] = {}
 
-    def of(self, node: cst.FunctionDef | cst.Lambda, depth: int = 0) -> str | None:
-        """The loader call, as shown in a message (`torch.load(...)`), or None."""
+    def of(self, node: cst.FunctionDef | cst.Lambda, depth: int = 0) -> tuple[str, cst.Call] | None:
+        """The loader call, as shown in a message (`torch.load(...)`), with the call of the function's own
+        body that runs it (the loader itself, or the helper's call), or None."""
         key = id(node)
         if key in self._found:
             return self._found[key]
@@ -59,9 +65,10 @@ class _Setups:
             shown = self._setup(site)
             if shown is None:
                 helper = self._helper(site)
-                shown = self.of(helper.node, depth + 1) if helper is not None else None
+                through = self.of(helper.node, depth + 1) if helper is not None else None
+                shown = through[0] if through is not None else None
             if shown is not None:
-                self._found[key] = shown
+                self._found[key] = (shown, call)
                 break
         return self._found[key]
 
@@ -190,7 +197,7 @@ class SetupPerBatchExperiment(Experiment[None]):
 class ExpensiveSetupInFunctionUdf(Rule):
     code = "RAY102"
     name = "expensive-setup-in-function-udf"
-    message = "A function UDF loads a model or opens a client on every call: use a callable class"
+    message = "A function UDF or Serve deployment loads a model or opens a client on every call: use a class"
     severity = Severity.WARNING
     category = "perf"
     tokens = (".map(", ".map_batches(", ".flat_map(", ".filter(")
@@ -205,7 +212,8 @@ Data dataset that builds something costly on every call: a model or tokenizer
 `SentenceTransformer`, `spacy.load`, `mlflow.*.load_model`, ...), a client (`boto3.client`,
 `boto3.resource`) or a whole data file (`pickle.load`, `joblib.load`, `numpy.load`,
 `pandas.read_csv`, ...), directly or in a helper function of the module it calls (two calls
-deep).
+deep). It also finds the same set-up in a function Ray Serve deployment (`@serve.deployment` on a
+`def`), whose body Serve runs for every request.
 
 ## Why is this bad?
 Ray Data calls a function UDF once per row (`map`, `flat_map`, `filter`) or per batch
@@ -213,6 +221,9 @@ Ray Data calls a function UDF once per row (`map`, `flat_map`, `filter`) or per 
 Loading weights takes seconds, so the pipeline spends its time loading models rather than
 using them. A callable class does the setup once, in `__init__`, on each actor of its pool,
 and its `__call__` reuses it. Ray Data's guide on stateful transforms recommends exactly this.
+A function Serve deployment is the same: each replica calls the function once per request
+(Ray 2.60's replica keeps the function itself as its callable), so a model loaded in it is
+loaded again for every request; a class deployment loads it once per replica in `__init__`.
 Measured with Ray 2.60 on a 2-core machine: a 0.05 s "model load" over 100 batches took
 4.5 s as a function UDF and 1.1 s as a callable class on one actor (3.9×; 2.3× on a busier
 run); the gap grows with the load time, and real weights take seconds, not 0.05 s.
@@ -222,7 +233,7 @@ expression or a `try`, stored into a cache (`CACHE[key] = load()`), or in a func
 it in a `global` or `nonlocal` (lazy initialisation) or is decorated with `@lru_cache`/`@cache`.
 It is also silent when the loader's arguments come from the row or batch (`torch.load(row["path"])`
 loads the row's own data: that is the work, not setup), for classes (the fix), and for functions
-imported from other modules.
+imported from other modules. A class Serve deployment is not checked: its `__init__` is the fix.
 
 ## Example
 ```python
@@ -247,6 +258,8 @@ class Predictor:
 ds.map_batches(Predictor, batch_size=64, compute=ray.data.ActorPoolStrategy(size=4))
 ```
 `compute=ActorPoolStrategy(...)` sets the pool's size (Ray 2.60 deprecates `concurrency=`).
+For a Serve deployment, `@serve.deployment class Generator:` with the model built in `__init__`
+and used in `__call__(self, request)`.
 
 ## Fix safety
 There is no fix: the function becomes a class, whose name and pool size are the user's choice.
@@ -254,6 +267,7 @@ There is no fix: the function becomes a class, whose name and pool size are the 
 ## References
 - [Transforming data: stateful transforms](https://docs.ray.io/en/latest/data/transforming-data.html)
 - [End-to-end: offline batch inference](https://docs.ray.io/en/latest/data/batch_inference.html)
+- [Ray Serve: key concepts (deployments)](https://docs.ray.io/en/latest/serve/key-concepts.html)
 """
 
     VALID = [
@@ -300,6 +314,26 @@ There is no fix: the function becomes a class, whose name and pool size are the 
             "    return row\n\nds = ray.data.read_csv('index.csv').flat_map(read)\n",
             "the file read comes from the row, through a `with`",
         ),
+        Valid(
+            "from ray import serve\nfrom transformers import pipeline\n\n@serve.deployment\nclass Generator:\n"
+            "    def __init__(self):\n        self.model = pipeline('text-generation', model='gpt2')\n\n"
+            "    def __call__(self, request):\n        return self.model(request.query_params['query'])\n\n"
+            "app = Generator.bind()\n",
+            "a class Serve deployment loads once per replica: the fix",
+        ),
+        Valid(
+            "from ray import serve\nfrom transformers import pipeline\n\ngenerator = pipeline('text-generation', model='gpt2')\n\n"
+            "def load_tokenizer():\n    return AutoTokenizer.from_pretrained('gpt2')\n\n"
+            "@serve.deployment\ndef generate(request):\n    return generator(request.query_params['query'])\n\n"
+            "app = generate.bind()\n",
+            "a function deployment that uses a model loaded once at import",
+        ),
+        Valid(
+            "import pandas as pd\nfrom ray import serve\n\n@serve.deployment\ndef summarize(request):\n"
+            "    table = pd.read_csv(request.query_params['url'])\n    return table.describe().to_json()\n\n"
+            "app = summarize.bind()\n",
+            "a function deployment that reads the file the request names: the work, not set-up",
+        ),
     ]
     INVALID = [
         Invalid(
@@ -341,11 +375,28 @@ There is no fix: the function becomes a class, whose name and pool size are the 
             5,
             note="a lambda",
         ),
+        Invalid(
+            "from ray import serve\nfrom transformers import pipeline\n\n@serve.deployment\ndef model(request):\n"
+            "    language_model = pipeline('text-generation', model='gpt2')\n"
+            "    return language_model(request.query_params['query'], max_length=100)\n\nserve.run(model.bind())\n",
+            6,
+            note="a function Serve deployment: the body runs per request",
+        ),
+        Invalid(
+            "import torch\nfrom ray import serve\n\ndef load_model():\n    return torch.jit.load('model.pt')\n\n"
+            "async def predict(request):\n    model = load_model()\n    return model(torch.tensor(await request.json())).tolist()\n\n"
+            "app = serve.deployment(predict).bind()\n",
+            8,
+            note="`serve.deployment(f)`, through a helper of the module",
+        ),
     ]
 
     def wants(self, text: str) -> bool:
-        """The pre-filter, plus a word of one of the set-up calls."""
-        return super().wants(text) and any(token in text for token in SETUP_TOKENS)
+        """The pre-filter (a Ray Data UDF call, or a Serve deployment), plus a word of one of the set-up calls."""
+        udf_or_deployment = super().wants(text) or (
+            any(token in text for token in DEPLOYMENT_TOKENS) and any(token in text for token in SERVE_TOKENS)
+        )
+        return udf_or_deployment and any(token in text for token in SETUP_TOKENS)
 
     def check(self, ctx: Context) -> None:
         model = ctx.model
@@ -355,13 +406,22 @@ There is no fix: the function becomes a class, whose name and pool size are the 
             if target is None:
                 continue
             if isinstance(target, cst.Lambda):
-                shown, name = setups.of(target), "A lambda"
+                found, name = setups.of(target), "A lambda"
             else:
                 udf = defined_function_or_class(model, target, site.scope, site.index)
                 if not isinstance(udf, FunctionInfo) or udf.owner is not None:
                     continue
-                shown, name = setups.of(udf.node), f"`{udf.node.name.value}`"
-            if shown is None:
+                found, name = setups.of(udf.node), f"`{udf.node.name.value}`"
+            if found is None:
                 continue
             unit = "batch" if method == "map_batches" else "row"
-            ctx.report(site.node, f"{name} calls {shown} per {unit}: do it once in a callable class")
+            ctx.report(site.node, f"{name} calls {found[0]} per {unit}: do it once in a callable class")
+        for deployment in model.analysis(ServeFacts).deployments.values():
+            if not isinstance(deployment.node, cst.FunctionDef):
+                continue  # a class deployment: its `__init__` runs once per replica
+            found = setups.of(deployment.node)
+            if found is not None:
+                ctx.report(
+                    found[1],
+                    f"Serve deployment `{deployment.name}` runs {found[0]} per request: use a class `__init__`",
+                )

@@ -188,6 +188,15 @@ ray-lint stays silent when the loop cannot be parallel or is already right:
 
 Test files (`test-files`) are not checked: a get per worker in a test of three workers is noise.
 
+It also finds a loop that starts actors and, in the same iteration, waits on calls to them (a
+probe such as `ready` or `get_gpu_ids`, or one `ray.get` of a list of calls, one per actor just
+started, such as the workers of one node): the wait includes their start-up (a process, imports,
+a model), so the next iteration's actors start only once these run. Start every actor first, then
+wait once. A get on a list of calls, or on a small fact, is otherwise not reported (one get per
+batch of parallel tasks is a choice); here it is, unless a result feeds the next iteration (a rank
+0 address handed to the later actors), the loop kills its actors, or the handle was fetched (an
+actor borrowed from a pool). No fix is offered for it.
+
 It also follows one call: a loop that calls a function which submits a task and waits for it
 (outside any loop of its own) is reported at the call in the loop, with the function's name: a
 module-level function of the same file or imported from another module of the project
@@ -450,8 +459,42 @@ the statement that replaces it.
             "        metrics[name] = await env.get_metrics.remote()\n    return metrics\n",
             "await of each actor's metrics: a small read, one round trip each",
         ),
+        Valid(
+            "import ray\naddr = None\nfor rank in range(n):\n    w = Worker.remote(rank, addr)\n"
+            "    addr = ray.get(w.get_address.remote())\n    workers.append(w)\n",
+            "actors started one by one, each given the address the previous one reported",
+        ),
+        Valid(
+            "import ray\nworkers = [Worker.remote(i) for i in range(n)]\nfor w in workers:\n"
+            "    print(ray.get(w.ready.remote()))\n",
+            "every actor started before the loop: the start-ups overlap",
+        ),
+        Valid(
+            "import ray\nfor path in paths:\n    w = Worker.remote(path)\n    ray.get(w.ready.remote())\n"
+            "    w.run.remote()\n    ray.kill(w)\n",
+            "an actor per item, killed in the iteration: a teardown loop",
+        ),
+        Valid(
+            "import ray\nfor pool in pools:\n    w = ray.get(pool.acquire.remote())\n    refs = [w.warm.remote()]\n"
+            "    ray.get(refs)\n",
+            "an actor borrowed from a pool, not started by the loop",
+        ),
     ]
     INVALID = [
+        Invalid(
+            "import ray\n\n@ray.remote\nclass Worker:\n    def ready(self):\n        return True\n\n"
+            "workers = []\nfor host in hosts:\n    w = Worker.options(resources={host: 1}).remote()\n"
+            "    ray.get(w.ready.remote())\n    workers.append(w)\n",
+            11,
+            note="a readiness probe of the actor the iteration started: start-ups run one at a time",
+        ),
+        Invalid(
+            "import ray\nfor node in nodes:\n    refs = []\n    for i in range(per_node):\n"
+            "        w = make_worker_cls().remote(node, i)\n        refs.append(w.get_gpu_ids.remote())\n"
+            "        workers.append(w)\n    gpu_ids[node] = ray.get(refs)\n",
+            8,
+            note="one get per node on the actors just started there: the next node's actors wait",
+        ),
         Invalid(
             "import ray\n\n@ray.remote\nclass Env:\n    def step(self, a):\n        return a\n\n"
             "class Worker:\n    def __init__(self):\n        self.actor = Env.remote()\n\n"
@@ -594,11 +637,13 @@ the statement that replaces it.
             return
         found = self._submitted_ref(model, get)
         if found is None:
+            self._check_startup_wait(ctx, get, get_functions, helpers)
             return
         submission, producer, origin = found
         if submission.kind == "actor-method" and (
             blocks_or_reads(submission.method) or returns_stored_state(model, submission.remote, submission.method)
         ):
+            self._check_startup_wait(ctx, get, get_functions, helpers)
             return
         created_in = origin.binding.loop if origin.binding is not None else producer.loop
         loop = model.common_loop(get.loop, created_in)
@@ -630,6 +675,25 @@ the statement that replaces it.
             return
         message = "`ray.get` in a loop waits for each task in turn"
         ctx.report(get.node, message, self._fix(ctx, get, loop, submission.call), known, unless=unless, requires=requires)
+
+    def _check_startup_wait(self, ctx: Context, get: _Wait, get_functions: tuple[str, ...], helpers: frozenset[str]) -> None:
+        """A get in a loop on calls to the actors the same iteration started (a probe such as `ready`, or a
+        list of calls, one per actor): the wait includes their start-up, so the loop starts the next
+        iteration's actors only once these run, unless the iteration hands a result on to the next."""
+        model = ctx.model
+        loop = get.loop
+        started = _started_actors(model, get)
+        if loop is None or not started:
+            return
+        first = started[0]
+        facts = loop_results(model, loop, get_functions, helpers, awaits=get.is_await)
+        if sequential_by_design(model, loop, get, facts) or self._is_sequential(model, loop, facts, first.node, None, first.index, get.node):
+            return
+        if waited_before(model, get.ref, get.scope, get.index, first) or _handled_wait(model, loop.node, get) or _tears_down(model, loop):
+            return
+        what = "`await`" if get.is_await else "`ray.get`"
+        message = f"{what} in a loop waits for the actors this iteration started before starting the next"
+        ctx.report(get.node, message, None, LoopFacts(model.literal_iterations(loop)))
 
     def _submitted_ref(self, model: SemanticModel, get: _Wait) -> tuple[Submission, CallSite, RefOrigin] | None:
         """The submission whose ref the get (or await) waits for, when the module shows one."""
@@ -851,6 +915,40 @@ def _one_actor(model: SemanticModel, submission: Submission, loop: Loop) -> bool
         if producer is not None and loop.contains_index(producer.index):
             return False
     return True
+
+
+def _started_actors(model: SemanticModel, get: _Wait) -> list[CallSite]:
+    """Where the actors were started, when every ref the get waits for (one, or a list built by
+    `.append` or written out) is a call on an actor the get's own iteration started: a name assigned an
+    actor creation, or a `.remote(...)` the loop calls methods on (an ObjectRef has none)."""
+    loop = get.loop
+    origin = model.ref_origin(get.ref, get.scope, get.index) if get.ref is not None and loop is not None else None
+    if origin is None or loop is None:
+        return []
+    producer = origin.producer
+    if origin.kind == "ref":
+        calls = [producer]
+    elif isinstance(producer, cst.List) and producer.elements:
+        calls = [element.value for element in producer.elements]
+    elif isinstance(producer, cst.List) and origin.binding is not None:
+        calls = [value for _, value in model.appends_to(origin.binding)]
+    else:
+        return []
+    started: list[CallSite] = []
+    for call in calls:
+        submission = model.submission(call) if isinstance(call, cst.Call) else None
+        site = model.call_site(call) if isinstance(call, cst.Call) else None
+        if submission is None or site is None or submission.kind != "actor-method" or submission.handle is None:
+            return []
+        made = _handle_value(model, submission.handle, site)
+        creation = model.submission(made) if made is not None else None
+        made_at = model.call_site(made) if made is not None else None
+        if creation is None or creation.kind not in ("actor-create", "unknown") or made_at is None:
+            return []
+        if model.call_name(made_at) == "ray.remote" or not loop.contains_index(made_at.index):
+            return []
+        started.append(made_at)
+    return sorted(started, key=lambda site: site.index)
 
 
 def _actor_made_here(model: SemanticModel, submission: Submission, site: CallSite) -> bool:

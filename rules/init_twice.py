@@ -101,6 +101,37 @@ def _imported_between(model: SemanticModel, first: CallSite, second: CallSite) -
     return binding is not None and binding.kind == "import" and first.index < binding.index < second.index
 
 
+def _worker_body(model: SemanticModel, site: CallSite) -> str | None:
+    """The remote function or actor method whose body makes the call, as a message names it: that body
+    runs in a Ray worker, which Ray connected before it ran any of it. None when the body may also run
+    outside Ray: a class or function made remote by a `ray.remote(...)` call and also called directly."""
+    found = model.remote_of_scope(site.scope)
+    if found is None:
+        return None
+    remote, function = found
+    if not isinstance(remote.declared_at, cst.Decorator):
+        for direct in model.calls_by_tail.get(remote.name, ()):
+            func = direct.node.func
+            binding = model.reaching_binding(func.value, direct.scope, direct.index) if isinstance(func, cst.Name) else None
+            if binding is not None and binding.node is remote.target:
+                return None
+    if function.owner is None:
+        return f"remote function `{function.node.name.value}`"
+    return f"actor method `{function.owner.node.name.value}.{function.node.name.value}`"
+
+
+def _client_or_unknown_address(call: cst.Call) -> bool:
+    """Whether `ray.init` may get an address with a protocol (`ray://`, `anyscale://`): Ray then connects
+    a Ray Client instead, which does not check the worker's own connection."""
+    for position, arg in enumerate(call.args):
+        if arg.star:
+            return True
+        if (arg.keyword is None and position == 0) or (arg.keyword is not None and arg.keyword.value == "address"):
+            address = literal_string(arg.value)
+            return address is None or "://" in address
+    return False
+
+
 def _is_with_item(site: CallSite) -> bool:
     """`with ray.init(...):` shuts Ray down when the block ends."""
     statement = site.statement
@@ -164,7 +195,10 @@ Finds a `ray.init(...)` call (through any alias) that runs while an earlier one 
 function (or at module level, or in a notebook's earlier cell) is still in effect:
 - a second `ray.init` that always follows the first, with no `ray.shutdown()` between them;
 - a `ray.init` in the body of a `for` or `while` loop that has no `ray.shutdown()`, so the
-  second iteration calls it again.
+  second iteration calls it again;
+- a `ray.init` in the body of a remote function or of a method of an actor class (decorated, or
+  made an actor by `ray.remote(Cls)`): that code runs in a Ray worker, which Ray connected before
+  it ran it, so the call is always a second one.
 
 ## Why is this bad?
 Ray 2.60 checks whether the process is already connected at the start of `ray.init`
@@ -177,7 +211,9 @@ passing in 'ignore_reinit_error=True' or by calling 'ray.shutdown()' prior to 'r
 
 The second call's arguments (another `address`, `num_cpus`, `runtime_env`, `namespace`) are
 never applied: with `ignore_reinit_error=True` they are silently ignored and the first
-cluster is kept.
+cluster is kept. A Ray worker (a task or an actor) is connected before any of its code runs: in
+Ray 2.60, `ray.init()` and `ray.init(address="auto")` in an actor method or a task raise this
+error, and `ray.is_initialized()` is true there.
 
 ray-lint is silent when:
 - the second call passes `ignore_reinit_error` (unless it is a literal false) or `**kwargs`;
@@ -190,6 +226,11 @@ ray-lint is silent when:
   or the loop has a `return`, `raise` or `break`, or runs once;
 - the first call is a `with ray.init(...):` item;
 - the calls are in different functions: the order in which functions run is not followed;
+- in a remote function or actor method: the address has a protocol (`ray://`, `anyscale://`) or
+  is not a literal (Ray then connects a Ray Client, which does not check the worker's own
+  connection); the call is inside a `try`, or the function checks `ray.is_initialized()` or calls
+  `ray.shutdown()`; the class or function is made remote by a `ray.remote(...)` call and also
+  called directly in the module (its code runs outside Ray too); a function nested in the body;
 - Ray is imported again between the two calls, as a notebook cell or a pasted snippet that
   stands on its own does (`import ray` then `ray.init(...)`): it is an alternative to the code
   before it, not the next step.
@@ -256,6 +297,23 @@ for the author.
             "# ray-lint: end of notebook cell\nimport ray\nray.init(address='ray://localhost:10001')\n",
             "a notebook cell that imports Ray again: an alternative way in, not a second step",
         ),
+        Valid(
+            "import ray\n\n@ray.remote\nclass Bridge:\n    def connect(self):\n        ray.init('ray://other-cluster:10001')\n",
+            "a Ray Client address: Ray connects a client, which does not check the worker's own connection",
+        ),
+        Valid(
+            "import ray\n\n@ray.remote\ndef work(x):\n    if not ray.is_initialized():\n        ray.init()\n    return x\n",
+            "guarded: in a worker, `ray.is_initialized()` is true",
+        ),
+        Valid(
+            "import ray\n\nclass Pipeline:\n    def run(self, x):\n        ray.init(num_cpus=2)\n        return x\n\n"
+            "remote_pipeline = ray.remote(Pipeline)\nPipeline().run(1)\n",
+            "the class made an actor by a call is also used directly, outside Ray",
+        ),
+        Valid(
+            "import ray\n\n@ray.remote\ndef work(x):\n    def local_run():\n        ray.init()\n    return x\n",
+            "a nested function: it may run anywhere",
+        ),
     ]
     INVALID = [
         Invalid("import ray\nray.init(num_cpus=2)\nrun()\nray.init(address='auto')\n", 4),
@@ -285,6 +343,17 @@ for the author.
             4,
             note="inside a with block in a while loop",
         ),
+        Invalid(
+            "import ray\n\nclass Pipeline:\n    def remote_run(self, x):\n        ray.init(address='auto')\n        return x\n\n"
+            "def main():\n    p = ray.remote(Pipeline).remote()\n    print(ray.get(p.remote_run.remote(2)))\n",
+            5,
+            note="a method of a class made an actor by `ray.remote(Pipeline)`",
+        ),
+        Invalid(
+            "import ray\n\n@ray.remote(num_cpus=1)\ndef work(x):\n    ray.init()\n    return x * 2\n",
+            5,
+            note="a task's body runs in a worker",
+        ),
     ]
 
     def check(self, ctx: Context) -> None:
@@ -295,7 +364,8 @@ for the author.
         resets_by_scope = self._reset_indices(model)
         groups: dict[int, list[CallSite]] = defaultdict(list)
         for site in inits:
-            groups[id(self._root_scope(model, site))].append(site)
+            if not self._check_in_worker(ctx, site, resets_by_scope):
+                groups[id(self._root_scope(model, site))].append(site)
         for key, sites in groups.items():
             resets = resets_by_scope.get(key, [])
             parents: dict[int, cst.CSTNode] | None = None
@@ -318,6 +388,21 @@ for the author.
                         second.node,
                         f"`ray.init` runs in every iteration of the loop on {ctx.line_of(loop.node)}, with no `ray.shutdown()`",
                     )
+
+    def _check_in_worker(self, ctx: Context, site: CallSite, resets_by_scope: dict[int, list[int]]) -> bool:
+        """Report a `ray.init` in the body of a remote function or actor method, which runs in a worker
+        that Ray already connected; whether the call is in such a body."""
+        model = ctx.model
+        where = _worker_body(model, site)
+        if where is None:
+            return False
+        root = self._root_scope(model, site)
+        if tolerates_reinit(site.node) or _client_or_unknown_address(site.node) or resets_by_scope.get(id(root)):
+            return True
+        path = model.path_within(root.node, site.node) or []
+        if not any(isinstance(node, (cst.Try, cst.TryStar)) for node in path):
+            ctx.report(site.node, f"`ray.init` in {where} raises: Ray is already initialized in its worker")
+        return True
 
     def _root_scope(self, model: SemanticModel, site: CallSite) -> Scope:
         return site.scope.function or model.module_scope

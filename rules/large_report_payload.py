@@ -12,7 +12,7 @@ from ray_lint.experiment import Experiment, Plan, Subject, Variant, script, time
 from ray_lint.libraries import TRAIN_TOKENS, TUNE_TOKENS, keyword_value
 from ray_lint.libraries.tune import REPORT_TOKENS, TuneFacts, short_size
 from ray_lint.model import SemanticModel
-from ray_lint.python_model import Scope, iter_subtree, literal_string
+from ray_lint.python_model import FunctionInfo, Scope, iter_subtree, literal_string
 from ray_lint.rule import Context, Invalid, Rule, Valid
 from ray_lint.sizes import LARGE_OBJECT_OPTION, LOADERS_OPTION, SIZE_TOKENS, size_of, threshold_bytes
 
@@ -83,7 +83,10 @@ Finds, among the metrics of a `report` call (`ray.tune.report`, `ray.train.repor
 that is model weights (`model.state_dict()`, `model.get_weights()`) or an object that is
 certainly large: an allocation with a literal shape of at least `large-object-mb` megabytes (10
 by default), a value whose line says `# ray-lint: large`, or data loaded from a file (the
-`large-loaders` option). The metrics may be a dict literal or a name bound once to one.
+`large-loaders` option). The metrics may be a dict literal, a name bound once to one, or what a
+helper of the module (or a method of the same class) returns when every `return` of it gives such
+a dict (`result = validate_epoch(model)`, then `train.report(result)`): that finding is on the
+report, since the helper may serve other callers. Ray 1's `report(**metrics)` reads the same.
 
 ## Why is this bad?
 A result is meant to hold a few numbers. Each one is sent from the trial to Tune's driver, kept
@@ -94,7 +97,9 @@ array into a list of numbers. Tune's FAQ ("The Trial result is very large") says
 objects in a checkpoint, which Tune persists only when asked and keeps out of the metrics.
 
 ray-lint is silent for small values (a loss, per-class accuracies), for values whose size is
-not in the code, and for `checkpoint=` arguments, which are where weights belong.
+not in the code, and for `checkpoint=` arguments, which are where weights belong. A helper's
+result is not followed when the code reads it before reporting it (`result.pop("model")`), or
+when only some of its entries are reported (`{"loss": result["loss"]}`).
 
 ## Example
 ```python
@@ -151,6 +156,22 @@ There is no automatic fix: a checkpoint needs a directory and a format.
             "from ray import tune\n\ndef train_fn(config):\n    logger.report({'weights': model.state_dict()})\n",
             "another object's report",
         ),
+        Valid(
+            "from ray import train\n\ndef validate(model):\n    return {'loss': 0.1, 'model': model.state_dict()}\n\n"
+            "def train_fn(config):\n    model = build()\n    result = validate(model)\n    train.report({'loss': result['loss']})\n",
+            "only the helper's scalar entry is reported",
+        ),
+        Valid(
+            "from ray import train\n\ndef validate(model):\n    result = {'loss': 0.1, 'model': model.state_dict()}\n    return result\n\n"
+            "def train_fn(config):\n    model = build()\n    result = validate(model)\n    weights = result.pop('model')\n"
+            "    train.report(result)\n",
+            "the weights are taken out of the helper's result before the report",
+        ),
+        Valid(
+            "from ray import train\n\ndef validate(model, with_weights):\n    if with_weights:\n        return model.state_dict()\n"
+            "    return {'loss': 0.1}\n\ndef train_fn(config):\n    result = validate(build(), False)\n    train.report(result)\n",
+            "a helper that returns weights only on another path, and not as a metrics dict",
+        ),
     ]
     INVALID = [
         Invalid(
@@ -181,6 +202,20 @@ There is no automatic fix: a checkpoint needs a directory and a format.
             6,
             note="Keras weights",
         ),
+        Invalid(
+            "import copy\nfrom ray import train\n\ndef validate_epoch(model):\n    model_copy = copy.deepcopy(model)\n"
+            "    result = {'model': model_copy.cpu().state_dict(), 'loss': 0.1}\n    return result\n\n"
+            "def train_func(config):\n    model = build()\n    for epoch in range(10):\n        result = validate_epoch(model)\n"
+            "        train.report(result)\n",
+            13,
+            note="a helper's returned dict holds the weights",
+        ),
+        Invalid(
+            "from ray import tune\n\ndef evaluate(model):\n    return {'loss': 0.1, 'weights': model.state_dict()}\n\n"
+            "def train_fn(config):\n    model = build()\n    tune.report(**evaluate(model))\n",
+            8,
+            note="Ray 1's `report(**metrics)`, of a helper's call",
+        ),
     ]
 
     def check(self, ctx: Context) -> None:
@@ -190,9 +225,7 @@ There is no automatic fix: a checkpoint needs a directory and a format.
         loaders = frozenset(self.settings[LOADERS_OPTION.name])
         payloads: list[tuple[cst.BaseExpression, Scope, int]] = []
         for site in facts.reports:
-            metrics = keyword_value(site.node, "metrics")
-            if metrics is None and site.node.args and site.node.args[0].keyword is None:
-                metrics = site.node.args[0].value
+            metrics = _metrics_argument(site.node)
             if metrics is not None:
                 payloads.append((metrics, site.scope, site.index))
         for cls in facts.trainable_classes:
@@ -200,13 +233,32 @@ There is no automatic fix: a checkpoint needs a directory and a format.
             if step is not None:
                 payloads.extend(_returned(model, step.node, step.scope))
         for metrics, scope, at in payloads:
-            for key, value in _metric_values(model, metrics, scope, at):
+            for key, value, helper in _metric_values(model, metrics, scope, at):
+                value_scope, value_at = (helper.scope, helper.scope.end - 1) if helper is not None else (scope, at)
                 what = "model weights" if _weights(value) else None
                 if what is None:
-                    size = size_of(model, value, scope, at, loaders)
+                    size = size_of(model, value, value_scope, value_at, loaders)
                     what = short_size(size) if size is not None and size.at_least(threshold) else None
-                if what is not None:
+                if what is None:
+                    continue
+                if helper is None:
                     ctx.report(value, f"Metric `{key}` ({what}) is sent and logged with every result: save it in a checkpoint")
+                else:  # the value is in the helper, which may serve other callers: the report is the mistake
+                    ctx.report(
+                        metrics,
+                        f"`{helper.node.name.value}`'s metric `{key}` ({what}) is sent with every result: save it in a checkpoint",
+                    )
+
+
+def _metrics_argument(call: cst.Call) -> cst.BaseExpression | None:
+    """`report(metrics=m)`, `report(m)`, or `report(**m)` (Ray 1's `train.report(**metrics)`)."""
+    given = keyword_value(call, "metrics")
+    if given is not None:
+        return given
+    for arg in call.args:
+        if arg.star == "**" or (arg is call.args[0] and arg.keyword is None and not arg.star):
+            return arg.value
+    return None
 
 
 def _returned(model: SemanticModel, function: cst.FunctionDef, scope: Scope) -> Iterator[tuple[cst.BaseExpression, Scope, int]]:
@@ -218,13 +270,39 @@ def _returned(model: SemanticModel, function: cst.FunctionDef, scope: Scope) -> 
 
 def _metric_values(
     model: SemanticModel, metrics: cst.BaseExpression, scope: Scope, at: int
-) -> Iterator[tuple[str, cst.BaseExpression]]:
-    """(key, value) of a metrics dict literal, or of the dict literal a name is bound to once."""
+) -> Iterator[tuple[str, cst.BaseExpression, FunctionInfo | None]]:
+    """(key, value, None) of a metrics dict literal, or of the dict literal a name is bound to once; or
+    (key, value, helper) when that name is bound once to the call of a helper of the module (or of the
+    class) whose every `return` gives such a dict (`result = validate_epoch(...)`, then `report(result)`),
+    and nothing reads the name in between (it may drop the entry)."""
+    untouched = True  # the name is not read between its binding and the report (`result.pop("model")`)
     if isinstance(metrics, cst.Name):
         binding = model.sole_assignment(metrics.value, scope, at)
-        metrics = binding.value if binding is not None and binding.value is not None else metrics
-    if not isinstance(metrics, cst.Dict):
+        if binding is not None and binding.value is not None:
+            reads = binding.scope.reads.get(metrics.value, [])
+            untouched = not any(binding.index < read < at for read in reads)
+            metrics = binding.value
+    if isinstance(metrics, cst.Dict):
+        yield from ((key, value, None) for key, value in _entries(model, metrics))
         return
+    function = scope.function
+    caller = model.function_info(function.node) if function is not None and isinstance(function.node, cst.FunctionDef) else None
+    helper = model.local_callee(caller, metrics) if caller is not None and isinstance(metrics, cst.Call) and untouched else None
+    if helper is None:
+        return
+    dicts: list[cst.Dict] = []
+    for returned, helper_scope, end in _returned(model, helper.node, helper.scope):
+        if isinstance(returned, cst.Name):
+            binding = model.sole_assignment(returned.value, helper_scope, end)
+            returned = binding.value if binding is not None and binding.scope is helper_scope and binding.value is not None else returned
+        if not isinstance(returned, cst.Dict):
+            return  # another path returns something else: not known to be these metrics
+        dicts.append(returned)
+    for found in dicts:
+        yield from ((key, value, helper) for key, value in _entries(model, found))
+
+
+def _entries(model: SemanticModel, metrics: cst.Dict) -> Iterator[tuple[str, cst.BaseExpression]]:
     for element in metrics.elements:
         if isinstance(element, cst.DictElement):
             yield literal_string(element.key) or model.source_of(element.key), element.value

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 
 import libcst as cst
 
+from ray_lint.analyses.captures import runs_as_main
 from ray_lint.diagnostics import Severity
 from ray_lint.experiment import Experiment, Plan, Subject, Variant, script, timed
 from ray_lint.libraries import TUNE_RUN_TOKENS
@@ -68,10 +69,14 @@ Finds the trainable of `tune.Tuner(...)` / `tune.run(...)` (followed through
 `tune.with_resources`, `tune.with_parameters` and names bound once) when it carries an object
 that is certainly large (an allocation with a literal shape of at least `large-object-mb`
 megabytes, 10 by default; a value whose line says `# ray-lint: large`; data loaded from a file,
-the `large-loaders` option):
+the `large-loaders` option, or derived from it: `df.drop("label", axis=1)`, `.astype(...)`,
+`.values`, the parts of `train_test_split`, what a function or static method of the module that
+loads it returns):
 - as an argument of `functools.partial(train_fn, ..., data=X)`;
 - as a name a `lambda` trainable reads from outside it (`lambda config: train(config, X)`);
-- as a name a trainable function defined inside another function reads from outside it.
+- as a name a trainable function defined inside another function reads from outside it;
+- as a global a module-level trainable function reads, when the module runs as `__main__` (a
+  script or a notebook): the Tune run is in its top-level code, or in a function that code calls.
 
 ## Why is this bad?
 Tune pickles the trainable with cloudpickle when it registers it, and a partial's arguments, a
@@ -84,15 +89,26 @@ Trainable/training function is too large for grpc resource limit … use tune.wi
 from there, without a copy for numpy arrays.
 
 ray-lint is silent for small arguments (epochs, flags, paths), for `ray.put` refs, for objects
-passed with `tune.with_parameters`, for values whose size is not in the code, and for module-level
-trainable functions that read a large global: cloudpickle pickles such a function by reference
-when its module can be imported (in a script run as `__main__` it would not, which the file does
-not tell; see RAY031 for remote functions).
+passed with `tune.with_parameters` (a parameter that shadows the global included), for values whose
+size is not in the code (a column or a filtered subset of a loaded frame, a function's result that
+is not loaded data), for data the trainable loads itself (calling a loader helper), and for a
+module-level trainable function of a module that runs the Tune run only from a function its own
+top-level code never calls: cloudpickle pickles such a function by reference, as the module can be
+imported (see RAY031 for remote functions).
 
 ## Example
 ```python
 data = np.load("train.npy")
 tuner = tune.Tuner(functools.partial(train_fn, data=data), param_space=space)
+```
+or, in a notebook:
+```python
+df = pd.read_csv("creditcard.csv")
+X_train, X_test, y_train, y_test = train_test_split(df.drop("Class", axis=1), df["Class"])
+
+
+def train_model(config):
+    model = xgb.train(config, xgb.DMatrix(X_train, label=y_train))
 ```
 
 ## Use instead
@@ -100,6 +116,8 @@ tuner = tune.Tuner(functools.partial(train_fn, data=data), param_space=space)
 data = np.load("train.npy")
 tuner = tune.Tuner(tune.with_parameters(train_fn, data=data), param_space=space)
 ```
+and `tune.with_parameters(train_model, X_train=X_train, y_train=y_train)`, with the data as
+parameters of `train_model`.
 
 ## Fix safety
 There is no automatic fix here yet: the rewrite is mechanical for a keyword-only `partial`, but a
@@ -137,8 +155,26 @@ closure has to become a parameter.
         ),
         Valid(
             "import numpy as np\nfrom ray import tune\n\ndata = np.zeros((5000, 5000))\n\ndef train_fn(config):\n"
-            "    tune.report({'score': float(data[0, 0])})\n\ntune.Tuner(train_fn).fit()\n",
-            "a module-level function: pickled by reference when its module is importable",
+            "    tune.report({'score': float(data[0, 0])})\n\ndef sweep():\n    return tune.Tuner(train_fn).fit()\n",
+            "a module-level function of a module that only defines the sweep: pickled by reference",
+        ),
+        Valid(
+            "import pandas as pd\nfrom sklearn.model_selection import train_test_split\nfrom ray import tune\n\n"
+            "df = pd.read_csv('creditcard.csv')\nX_train, X_test, y_train, y_test = train_test_split(df.drop('Class', axis=1), df['Class'])\n\n"
+            "def train_model(config, X_train=None, y_train=None):\n    return fit(config, X_train, y_train)\n\n"
+            "tune.run(tune.with_parameters(train_model, X_train=X_train, y_train=y_train), config={'eta': 0.1})\n",
+            "the split data passed with with_parameters; the parameters shadow the globals",
+        ),
+        Valid(
+            "import pandas as pd\nfrom ray import tune\n\ndef load_data(path):\n    return pd.read_csv(path).drop('Class', axis=1)\n\n"
+            "def train_model(config):\n    frame = load_data('creditcard.csv')\n    return fit(config, frame)\n\n"
+            "tune.run(train_model, config={'eta': 0.1})\n",
+            "the trainable calls the loader helper: the data is loaded in each trial, not pickled",
+        ),
+        Valid(
+            "import pandas as pd\nfrom ray import tune\n\ndf = pd.read_csv('creditcard.csv')\nfraud = df[df['Class'] == 1]\n\n"
+            "def train_model(config):\n    return fit(config, fraud)\n\ntune.run(train_model, config={'eta': 0.1})\n",
+            "a filtered subset of the loaded frame: size unknown",
         ),
         Valid(
             "import functools\nfrom ray import tune\n\ndef sweep(data):\n    tune.Tuner(functools.partial(train_fn, data=data)).fit()\n",
@@ -177,6 +213,23 @@ closure has to become a parameter.
             7,
             note="inside with_resources",
         ),
+        Invalid(
+            "import pandas as pd\nfrom sklearn.model_selection import train_test_split\nfrom ray import tune\n\n"
+            "df = pd.read_csv('creditcard.csv')\nX = df.drop('Class', axis=1)\n"
+            "X_train, X_test, y_train, y_test = train_test_split(X, df['Class'], test_size=0.33)\n\n"
+            "def train_model(config):\n    return fit(config, X_train, y_train)\n\ntune.run(train_model, config={'eta': 0.1})\n",
+            10,
+            note="a script's module-level trainable reads a split of a loaded frame",
+        ),
+        Invalid(
+            "import pandas as pd\nfrom ray import tune\n\nclass DataUtils:\n    @staticmethod\n    def get_data(path):\n"
+            "        df = pd.read_csv(path)\n        return df\n\n    @staticmethod\n    def features(df):\n"
+            "        return df.drop('Class', axis=1).values\n\nfeatures = DataUtils.features(DataUtils.get_data('cc.csv'))\n\n"
+            "def train_model(config):\n    return fit(config, features)\n\ndef sweep():\n"
+            "    return tune.run(train_model, config={'eta': 0.1})\n\nanalysis = sweep()\n",
+            17,
+            note="loaded data returned by static methods; the run is in a function the top-level code calls",
+        ),
     ]
 
     def check(self, ctx: Context) -> None:
@@ -202,12 +255,15 @@ def _message(node: cst.BaseExpression, ctx: Context, size: Size) -> str:
 def _large_captures(
     model: SemanticModel, run: TuneRun, threshold: int, loaders: frozenset[str]
 ) -> Iterator[tuple[cst.Name, Size]]:
-    """Names a lambda trainable, or a trainable function nested in another function, reads from outside
-    itself (pickled by value with it), bound once to a large object."""
+    """Names a lambda trainable, or a trainable function nested in another function or defined in a module
+    run as `__main__`, reads from outside itself (pickled by value with it), bound once to a large object."""
     body: cst.CSTNode
     if isinstance(run.inner, cst.Lambda) and run.inner_scope is not None:
         body, own = run.inner.body, _lambda_scope(model, run.inner, run.inner_scope)
-    elif isinstance(run.definition, FunctionInfo) and run.definition.parent_scope.function is not None:
+    elif isinstance(run.definition, FunctionInfo) and (
+        run.definition.parent_scope.function is not None
+        or (run.definition.parent_scope is model.module_scope and runs_as_main(model, run.site.scope))
+    ):
         body, own = run.definition.node.body, run.definition.scope
     else:
         return

@@ -174,11 +174,73 @@ def _guarded(root: cst.CSTNode, application: _Application) -> bool:
     return False
 
 
-def _conditional(root: cst.CSTNode, node: cst.CSTNode) -> bool:
-    """Whether `node` runs only under a condition inside `root` (a flag, a lazy initialisation, a cache):
-    in a function that is called in a loop, such a definition may well run once."""
-    path = path_to(root, node) or []
-    return any(isinstance(step, (cst.If, cst.IfExp, cst.ExceptHandler, cst.BooleanOperation)) for step in path)
+def _conditional(model: SemanticModel, scope: Scope, path: list[cst.CSTNode], assigned: set[str]) -> bool:
+    """Whether the end of `path` (in `scope`) runs only under a condition (a flag, a lazy initialisation,
+    a cache): in a function that is called in a loop, such a definition may well run once. An `if` on a
+    fixed setting (`if is_npu_available:`) is no such condition: every call takes the same branch."""
+    for step in path:
+        if isinstance(step, (cst.ExceptHandler, cst.BooleanOperation)):
+            return True
+        if isinstance(step, (cst.If, cst.IfExp)) and (
+            _once_test(step.test, assigned) or not _fixed_setting(model, scope, step.test)
+        ):
+            return True
+    return False
+
+
+def _fixed_setting(model: SemanticModel, scope: Scope, test: cst.BaseExpression) -> bool:
+    """Whether `test` (in `scope`) reads only module-level names that nothing rebinds (an imported flag or
+    a constant, maybe through attributes, `not`, `and`, `or` and comparisons): the same on every call."""
+    attributes = {id(node.attr) for node in iter_subtree(test) if isinstance(node, cst.Attribute)}
+    for node in iter_subtree(test):
+        if isinstance(node, (cst.Call, cst.Subscript, cst.Lambda, cst.NamedExpr, *COMPREHENSIONS)):
+            return False
+        if not isinstance(node, cst.Name) or id(node) in attributes or node.value in ("True", "False", "None"):
+            continue
+        enclosing: Scope | None = scope
+        while enclosing is not None and enclosing is not model.module_scope:
+            if node.value in enclosing.bindings:
+                return False  # a parameter or local: it may differ from call to call
+            enclosing = enclosing.parent
+        bindings = model.module_scope.bindings.get(node.value, ())
+        if not bindings or any(node.value in other.globals for other in model.scopes):
+            return False
+        if any(b.kind != "import" for b in bindings) and len(bindings) != 1:
+            return False
+    return True
+
+
+def _submitted_here(function: cst.FunctionDef, path: list[cst.CSTNode], application: _Application) -> bool:
+    """Whether the remote function made stays in `function` and is only submitted there: `ray.remote(...)(f)
+    .remote(...)`, or a local name used only as `name.remote(...)` / `name.options(...)`. Options read
+    from the parameters are then per-call options of one function, not a factory's different functions."""
+    made = path[-1]
+    if len(path) > 1 and isinstance(path[-2], cst.Call) and path[-2].func is made:
+        path, made = path[:-1], path[-2]  # `ray.remote(...)(f)`
+    while len(path) > 2 and _method_call(path, "options"):
+        path = path[:-2]
+    if len(path) > 2 and _method_call(path, "remote"):
+        return True
+    statement = application.statement
+    if isinstance(statement, _DEFINITIONS):
+        name = statement.name.value
+    elif isinstance(statement, cst.Assign) and statement.value is made and len(statement.targets) == 1:
+        target = statement.targets[0].target
+        if not isinstance(target, cst.Name):
+            return False
+        name = target.value
+    else:
+        return False
+    binders = _binders(application.scope, name)
+    return bool(binders) and _only_submitted(function.body, name, binders)
+
+
+def _method_call(path: list[cst.CSTNode], method: str) -> bool:
+    """Whether the end of `path` is the receiver of a `.method(...)` call, as in `x.remote(...)`."""
+    attribute, call = path[-2], path[-3]
+    return isinstance(attribute, cst.Attribute) and attribute.attr.value == method and isinstance(call, cst.Call) and (
+        call.func is attribute
+    )
 
 
 def _once_test(test: cst.BaseExpression, assigned: set[str]) -> bool:
@@ -336,13 +398,16 @@ ray-lint is silent for:
 - a function that defines a remote function once and is not called in a loop of this module
   (`main()`, a set-up function);
 - a factory function whose remote function captures its parameters or locals, or is a parameter
-  (`def make(fn): return ray.remote(fn)`), or whose options come from them: each call makes a
-  different remote function;
+  (`def make(fn): return ray.remote(fn)`), or whose options come from them and which returns or
+  stores what it makes: each call makes a different remote function (options from parameters are
+  reported when the function only submits it, `ray.remote(num_cpus=cpus)(f).remote(x)`: one
+  definition with `.options(num_cpus=cpus)` does the same);
 - a cache: under `if f is None`, `if key not in cache`, `if not self._task`, `f = f or ...`,
   `if i == 0`, stored into a dict (`cache[key] = ray.remote(fn)`), or in a function decorated
   with `functools.cache` / `lru_cache`;
 - in a function called in a loop, a definition under any condition (`if`, `or`, `except`): a
-  flag or a lazy initialisation may make it run once;
+  flag or a lazy initialisation may make it run once; except an `if` that reads only module-level
+  names nothing rebinds (`if is_npu_available:`), which every call takes the same way;
 - a loop that may well run once: a literal single iteration, a `break` / `return` at the end of
   its body, or a `while` loop with a `break` or `return` anywhere (a retry or claim loop).
 
@@ -443,6 +508,23 @@ arguments) or is in a function called in a loop.
             "import ray\nfor cls in [Reader, Writer]:\n    handles.append(ray.remote(cls).remote())\n",
             "a different class per iteration",
         ),
+        Valid(
+            "import ray\n\ndef run(job):\n    return job()\n\nclass Launcher:\n    def make(self, cpus):\n"
+            "        self.task = ray.remote(num_cpus=cpus)(run)\n        return self.task\n\n"
+            "    def make_all(self, sizes):\n        for cpus in sizes:\n            self.make(cpus)\n",
+            "options from a parameter, kept for later: each call makes a different remote function",
+        ),
+        Valid(
+            "import ray\n_started = False\n\ndef run(job):\n    return job()\n\ndef submit(job):\n    global _started\n"
+            "    if not _started:\n        _started = True\n        return ray.remote(num_cpus=1)(run).remote(job)\n\n"
+            "for job in jobs:\n    submit(job)\n",
+            "a module flag that the function itself sets: it runs once",
+        ),
+        Valid(
+            "import ray\nfrom platforms import USE_NPU\n\ndef run(job):\n    return job()\n\ndef submit(job, USE_NPU):\n"
+            "    if USE_NPU:\n        return ray.remote(num_cpus=1)(run).remote(job)\n\nfor job in jobs:\n    submit(job, job.npu)\n",
+            "the flag is a parameter that shadows the module's: it may differ per call",
+        ),
     ]
     INVALID = [
         Invalid(
@@ -483,6 +565,20 @@ arguments) or is in a function called in a loop.
             "import ray\ni = 0\nwhile i < n:\n    task = ray.remote(num_gpus=gpus[i])(work)\n    refs.append(task.remote(i))\n    i += 1\n",
             4,
             note="options that vary: use .options on one definition; no fix",
+        ),
+        Invalid(
+            "import ray\n\ndef run(job):\n    return job()\n\nclass Launcher:\n    def submit(self, job, cpus):\n"
+            "        return ray.remote(num_cpus=cpus)(run).remote(job)\n\n    def submit_all(self, jobs):\n"
+            "        futures = []\n        for job in jobs:\n            futures.append(self.submit(job, 2))\n        return futures\n",
+            8,
+            note="options from parameters, submitted at once: per-call options of one function",
+        ),
+        Invalid(
+            "import ray\nfrom platforms import USE_NPU\n\ndef run(job):\n    return job()\n\ndef submit(job, cpus):\n"
+            "    if not USE_NPU:\n        task = ray.remote(num_cpus=cpus, num_gpus=1)(run)\n        return task.remote(job)\n"
+            "    return run_on_npu(job)\n\nfor job in jobs:\n    submit(job, 2)\n",
+            9,
+            note="under an imported setting, which every call reads the same",
         ),
     ]
 
@@ -537,13 +633,16 @@ arguments) or is in a function called in a loop.
         if function is None or function is not application.scope or not isinstance(function.node, cst.FunctionDef):
             return
         info = model.function_info(function.node)
-        if info is None or _is_cached(info) or _assigned_names(application.statement) is None:
+        assigned = _assigned_names(application.statement)
+        if info is None or _is_cached(info) or assigned is None:
             return
-        if _conditional(info.node.body, application.report):
+        target = application.statement if isinstance(application.statement, _DEFINITIONS) else application.report
+        path = model.path_within(info.node.body, target) or []
+        if _conditional(model, function, path, assigned):
             return
         local = {name for name, bindings in function.bindings.items() if any(b.kind != "import" for b in bindings)}
         parts: list[cst.CSTNode] = []
-        if application.options is not None:
+        if application.options is not None and not _submitted_here(info.node, path, application):
             parts += [arg.value for arg in application.options.args if arg.keyword is not None]
         if application.given is not None:
             parts.append(application.given)
@@ -576,7 +675,7 @@ arguments) or is in a function called in a loop.
         statement, name = moved
         if not all(_directly_in(nested.node, parent.node) for nested, parent in zip(chain, chain[1:])):
             return None
-        if len(application.scope.bindings.get(name, ())) != 1 or not _only_submitted(outer, name, statement):
+        if len(application.scope.bindings.get(name, ())) != 1 or not _only_submitted(outer, name, _binders(application.scope, name)):
             return None
         if _has_multiline_string(outer):
             return None
@@ -621,23 +720,23 @@ def _directly_in(inner: cst.CSTNode, outer: cst.CSTNode) -> bool:
     return isinstance(body, cst.IndentedBlock) and any(statement is inner for statement in body.body)
 
 
-def _only_submitted(outer: cst.CSTNode, name: str, statement: cst.CSTNode) -> bool:
-    """Whether every other use of `name` in the loop is `name.remote(...)` or `name.options(...)`, so
-    nothing can tell one iteration's remote function from another's."""
+def _only_submitted(outer: cst.CSTNode, name: str, binders: set[int]) -> bool:
+    """Whether every use of `name` in `outer` but the `binders` that store it is `name.remote(...)` or
+    `name.options(...)`, so nothing can tell one remote function made there from another."""
     receivers: set[int] = set()
-    binders: set[int] = set()
     for node in iter_subtree(outer):
         if isinstance(node, cst.Attribute) and node.attr.value in ("remote", "options") and isinstance(node.value, cst.Name):
             receivers.add(id(node.value))
-    if isinstance(statement, _DEFINITIONS):
-        binders.add(id(statement.name))
-    elif isinstance(statement, cst.SimpleStatementLine):
-        binders |= {id(t.target) for s in statement.body if isinstance(s, cst.Assign) for t in s.targets}
     return all(
         id(node) in receivers or id(node) in binders
         for node in iter_subtree(outer)
         if isinstance(node, cst.Name) and node.value == name
     )
+
+
+def _binders(scope: Scope, name: str) -> set[int]:
+    """The name nodes that bind `name` in `scope`: assignment targets, and the names of definitions."""
+    return {id(b.node.name) if isinstance(b.node, _DEFINITIONS) else id(b.node) for b in scope.bindings.get(name, ())}
 
 
 def _has_multiline_string(node: cst.CSTNode) -> bool:

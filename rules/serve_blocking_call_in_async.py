@@ -74,12 +74,25 @@ class ServeBlockingCallInAsync(Rule):
     docs = """
 ## What it does
 Finds, in an `async def` method of a `@serve.deployment` class (or in an async function
-deployment), a call to a known blocking function: `time.sleep`; synchronous HTTP
-(`requests.*`, `httpx.get`/`post`/..., `urllib.request.urlopen`, `urllib3.request`);
-subprocesses (`subprocess.run`/`call`/`check_call`/`check_output`/`getoutput`/`getstatusoutput`,
-`os.system`, `os.wait*`); blocking name resolution and connects (`socket.create_connection`,
-`socket.getaddrinfo`, `socket.gethostbyname*`). Names are resolved through imports and aliases.
-The table is RAY007's (async actor methods).
+deployment), a call that holds the replica's event loop:
+- a known blocking function: `time.sleep`; synchronous HTTP (`requests.*`, `httpx.get`/`post`/...,
+  `urllib.request.urlopen`, `urllib3.request`, the `wikipedia` client); subprocesses
+  (`subprocess.run`/`call`/`check_call`/`check_output`/`getoutput`/`getstatusoutput`, `os.system`,
+  `os.wait*`); blocking name resolution and connects (`socket.create_connection`,
+  `socket.getaddrinfo`, `socket.gethostbyname*`). Names are resolved through imports and aliases.
+  The table is RAY007's (async actor methods);
+- the blocking twin of an async API: a public `*_sync` method of another object, such as the
+  `enqueue_task_sync` and `get_task_status_sync` of Serve's task-processor adapters, which also
+  offer `enqueue_task_async` and `get_task_status_async`;
+- a neural network's inference, on an attribute that holds one loaded in the class
+  (`self.model = AutoModelForCausalLM.from_pretrained(...)`, `transformers.pipeline(...)`,
+  `torch.hub.load(...)`, `SentenceTransformer(...)`, `whisper.load_model(...)`, `vllm.LLM(...)`,
+  `ultralytics.YOLO(...)`, `SomeModel.load(...)`, followed through `.to(device)`, `.eval()` and
+  wrappers such as `torch.compile(model)`): a call of the attribute, or its `generate`, `predict`,
+  `predict_proba`, `forward`, `encode`, `transcribe`, `infer` or `run`;
+- a call of a synchronous helper that does one of those whenever it runs: a function of the
+  module (`fetch_page(term)`) or a method of the same class (`self.generate(text)`), followed two
+  calls deep. The message names the helper and the line where the blocking happens.
 
 ## Why is this bad?
 A Serve replica runs the async methods of its deployment as coroutines on one event loop, up
@@ -89,7 +102,11 @@ requests one at a time and its latency grows with the queue. Measured on a 2-cor
 Ray 2.60: 20 concurrent requests through a `DeploymentHandle` to a method that
 `time.sleep(0.1)`s take 2.03 s; with `await asyncio.sleep(0.1)` they take 0.14 s.
 
-`ray.get` and `ray.wait` in a coroutine are reported by RAY006, not here. ray-lint is silent for:
+A forward pass of a language, vision or diffusion model takes tens of milliseconds to seconds, and
+the replica can neither accept nor answer another request meanwhile, not even a health check.
+
+`ray.get` and `ray.wait` in a coroutine are reported by RAY006, not here (also when a `*_sync`
+client method blocks on them). ray-lint is silent for:
 - sync (`def`) methods of a deployment: Serve 2.60 runs them in a thread pool
   (`RAY_SERVE_RUN_SYNC_IN_THREADPOOL=1`, the default), sized by `max_ongoing_requests`, so a
   blocking call there holds one thread, not the loop. With `RAY_SERVE_RUN_SYNC_IN_THREADPOOL=0`
@@ -98,7 +115,11 @@ Ray 2.60: 20 concurrent requests through a `DeploymentHandle` to a method that
   `loop.run_in_executor(None, lambda: requests.get(url))`), or called in a nested plain `def`;
 - `time.sleep(0)`;
 - `async def` functions that are not methods of a deployment (RAY007 covers async actors);
-- calls on objects (`session.get(...)`, `proc.wait()`): their type is unknown.
+- calls on objects (`session.get(...)`, `proc.wait()`): their type is unknown;
+- inference in a `@serve.batch` handler, Serve's documented place for it (one call serves a
+  whole batch), and inference of classic models (XGBoost, scikit-learn through MLflow or joblib,
+  Keras or TorchScript files of unknown size), which may take a millisecond;
+- helpers in other modules, and a call in an `except` block (a fallback) or awaited.
 
 ## Example
 ```python
@@ -129,7 +150,9 @@ The fix, offered for a `time.sleep(...)` statement of the method itself, replace
 `await asyncio.sleep(...)` and adds `import asyncio` when it is not imported (in place of
 `import time` when the sleep was its only use). It is unsafe: other requests now run during the
 pause, which is the point, but their side effects on the replica's state can interleave with
-this one's. Other blocking calls have no fix: the async replacement depends on the library.
+this one's. Other blocking calls have no fix: the async replacement depends on the library. For inference,
+make the method a plain `def` (Serve runs it in its thread pool), or
+`await asyncio.to_thread(self.generate, text)`, or batch it with `@serve.batch`.
 
 ## References
 - [Serve performance tuning: blocking the event loop](https://docs.ray.io/en/latest/serve/advanced-guides/performance.html)
@@ -179,6 +202,40 @@ this one's. Other blocking calls have no fix: the async replacement depends on t
             "        return session.get(url)\n",
             "a call on an object of unknown type",
         ),
+        Valid(
+            "from ray import serve\nfrom transformers import pipeline\n\n@serve.deployment\nclass Summarizer:\n"
+            "    def __init__(self):\n        self.pipe = pipeline('summarization')\n\n"
+            "    @serve.batch(max_batch_size=8)\n    async def __call__(self, texts):\n        return self.pipe(texts)\n",
+            "inference in a @serve.batch handler: Serve's documented pattern",
+        ),
+        Valid(
+            "import asyncio\nfrom ray import serve\nfrom transformers import AutoModelForCausalLM, AutoTokenizer\n\n"
+            "@serve.deployment\nclass Chat:\n    def __init__(self, name):\n"
+            "        self.tokenizer = AutoTokenizer.from_pretrained(name)\n"
+            "        self.model = AutoModelForCausalLM.from_pretrained(name)\n\n"
+            "    def generate(self, text):\n        return self.model.generate(**self.tokenizer(text, return_tensors='pt'))\n\n"
+            "    async def __call__(self, request):\n        text = await request.json()\n"
+            "        ids = self.tokenizer(text)\n        return await asyncio.to_thread(self.generate, text)\n",
+            "a tokenizer call, and the inference helper handed to a thread",
+        ),
+        Valid(
+            "import xgboost as xgb\nfrom ray import serve\n\n@serve.deployment\nclass Fraud:\n"
+            "    def __init__(self, path):\n        self.booster = xgb.Booster(model_file=path)\n\n"
+            "    async def __call__(self, request):\n        return self.booster.predict(await request.json())\n",
+            "a classic model's prediction can take a millisecond",
+        ),
+        Valid(
+            "import requests\nfrom ray import serve\n\ndef fetch(url):\n    try:\n        return CACHE[url]\n"
+            "    except KeyError:\n        return requests.get(url).text\n\n@serve.deployment\nclass Api:\n"
+            "    async def __call__(self, request):\n        return fetch(await request.json())\n",
+            "the helper blocks only in its `except` fallback",
+        ),
+        Valid(
+            "from ray import serve\n\n@serve.deployment\nclass Trainer:\n"
+            "    async def push(self, client):\n        with self._disabled_for_sync():\n"
+            "            await client.send()\n",
+            "a private method of self whose name ends in _sync is not an API's blocking twin",
+        ),
     ]
     INVALID = [
         Invalid(
@@ -216,6 +273,37 @@ this one's. Other blocking calls have no fix: the async replacement depends on t
             12,
             note="a FastAPI ingress endpoint",
         ),
+        Invalid(
+            "from ray import serve\nfrom transformers import AutoModelForCausalLM\n\n@serve.deployment(ray_actor_options={'num_gpus': 1})\n"
+            "class Generator:\n    def __init__(self, name):\n"
+            "        self.model = AutoModelForCausalLM.from_pretrained(name).to('cuda').eval()\n\n"
+            "    def generate(self, ids):\n        return self.model.generate(ids, max_new_tokens=100)\n\n"
+            "    async def __call__(self, request):\n        return self.generate(await request.json())\n",
+            13,
+            note="inference in a sync helper of the same class, reported at the call in the coroutine",
+        ),
+        Invalid(
+            "import requests\nfrom ray import serve\n\ndef fetch_page(term):\n"
+            "    return requests.get(f'https://en.wikipedia.org/wiki/{term}').text\n\n"
+            "@serve.deployment\nclass Driver:\n    async def summarize(self, term):\n        page = fetch_page(term)\n"
+            "        return await self.summarizer.remote(page)\n",
+            10,
+            note="a module function that makes a blocking call",
+        ),
+        Invalid(
+            "from diffusers import StableDiffusionXLPipeline\nfrom ray import serve\n\n@serve.deployment\nclass Painter:\n"
+            "    def __init__(self):\n        self.pipe = StableDiffusionXLPipeline.from_pretrained('sdxl')\n\n"
+            "    async def generate(self, prompt):\n        return self.pipe(prompt).images[0]\n",
+            10,
+            note="a diffusion pipeline run on the event loop",
+        ),
+        Invalid(
+            "from ray import serve\nfrom ray.serve.task_consumer import instantiate_adapter_from_config\n\n@serve.deployment\nclass Api:\n"
+            "    def __init__(self, config):\n        self.adapter = instantiate_adapter_from_config(config)\n\n"
+            "    async def submit(self, payload):\n        return self.adapter.enqueue_task_sync('process', args=[payload]).id\n",
+            10,
+            note="the blocking twin of enqueue_task_async",
+        ),
     ]
 
     def wants(self, text: str) -> bool:
@@ -234,7 +322,8 @@ this one's. Other blocking calls have no fix: the async replacement depends on t
                 info = model.function_info(node)
                 methods = [info] if info is not None and info.is_async else []
             for method in methods:
-                where = f"`{deployment.name}.{method.node.name.value}`" if method.owner is not None else f"`{deployment.name}`"
+                kind = "async Serve method" if method.owner is not None else "async Serve deployment"
+                name = f"`{deployment.name}.{method.node.name.value}`" if method.owner is not None else f"`{deployment.name}`"
                 for stall in stalls(model, method, inference=not serve.is_batched(method)):
                     fix = sleep_fix(ctx, stall.site, method) if stall.helper is None and stall.name == "time.sleep" else None
-                    ctx.report(stall.site.node, stall_message(ctx, stall, f"async Serve method {where}", "the replica's event loop"), fix=fix)
+                    ctx.report(stall.site.node, stall_message(ctx, stall, kind, name, "the replica's event loop"), fix=fix)

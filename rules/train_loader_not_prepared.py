@@ -17,7 +17,7 @@ from ray_lint.libraries.train import (
     rank_guard,
 )
 from ray_lint.model import SemanticModel
-from ray_lint.python_model import iter_subtree, names_read
+from ray_lint.python_model import CallSite, iter_subtree, names_read
 from ray_lint.rule import Context, Invalid, Rule, Valid
 
 # Calls whose data is already split across workers: a loader over them needs no sampler.
@@ -69,8 +69,9 @@ class TrainLoaderNotPrepared(Rule):
     experiment = WholeDatasetExperiment()
     docs = """
 ## What it does
-Finds a torch `DataLoader(...)` built in a function handed to a Ray Train trainer and iterated
-there (`for batch in loader`, or handed to a helper of the module), with no
+Finds a torch `DataLoader(...)` built in a function handed to a Ray Train trainer (or got there
+from a helper of the module that returns it) and iterated there (`for batch in loader`, or handed
+to a helper of the module), with no
 `ray.train.torch.prepare_data_loader`, no `sampler=` / `batch_sampler=` (a `DistributedSampler`)
 and no Ray Data shard behind it.
 
@@ -83,8 +84,10 @@ Measured with Ray 2.60 on 2 CPU workers: over a 16-sample loader each worker rea
 after `prepare_data_loader`, 8 each.
 
 ray-lint is silent for one-worker trainers, loaders given a sampler (a `DistributedSampler`, or
-a custom one that shards), loaders over `ray.train.get_dataset_shard(...)` data, loaders built
-under a rank guard (evaluation on rank 0), and loaders built in helpers (not followed).
+a custom one that shards), loaders over `ray.train.get_dataset_shard(...)` data, and loaders built
+under a rank guard (evaluation on rank 0). A loader that a helper of the module builds and returns
+(`loader = build_loader(batch_size)`) counts as built where the loop calls the helper, unless the
+helper prepares it itself or returns something else on another path.
 An `IterableDataset` that shards itself by rank is not recognised: mark such a line with
 `# noqa: RAY214`.
 
@@ -164,6 +167,33 @@ loader then needs `set_epoch` each epoch (RAY215).
             "def train_func(data):\n    loader = DataLoader(data, batch_size=8)\n    for batch in loader:\n        pass\n",
             "not a Ray Train loop",
         ),
+        Valid(
+            "from torch.utils.data import DataLoader\nfrom ray.train import ScalingConfig\n"
+            "from ray.train.torch import TorchTrainer, prepare_data_loader\n\n"
+            "def build_loader(data, batch_size):\n    return DataLoader(data, batch_size=batch_size, shuffle=True)\n\n"
+            "def train_func(config):\n    loader = prepare_data_loader(build_loader(config['data'], 64))\n"
+            "    for batch in loader:\n        pass\n\n"
+            "TorchTrainer(train_func, scaling_config=ScalingConfig(num_workers=2)).fit()\n",
+            "a helper's loader, prepared where the loop gets it",
+        ),
+        Valid(
+            "import ray.train.torch\nfrom torch.utils.data import DataLoader\nfrom ray.train import ScalingConfig\n"
+            "from ray.train.torch import TorchTrainer\n\n"
+            "def build_loader(data):\n    loader = DataLoader(data, batch_size=64, shuffle=True)\n"
+            "    return ray.train.torch.prepare_data_loader(loader)\n\n"
+            "def train_func(config):\n    loader = build_loader(config['data'])\n    for batch in loader:\n        pass\n\n"
+            "TorchTrainer(train_func, scaling_config=ScalingConfig(num_workers=2)).fit()\n",
+            "the helper prepares the loader it returns",
+        ),
+        Valid(
+            "import ray.train\nfrom torch.utils.data import DataLoader\nfrom ray.train import ScalingConfig\n"
+            "from ray.train.torch import TorchTrainer\n\n"
+            "def make_loader(batches):\n    return DataLoader(batches, batch_size=None)\n\n"
+            "def train_func(config):\n    shard = ray.train.get_dataset_shard('train')\n"
+            "    loader = make_loader(shard.iter_torch_batches(batch_size=32))\n    for batch in loader:\n        pass\n\n"
+            "TorchTrainer(train_func, scaling_config=ScalingConfig(num_workers=2), datasets={'train': ds}).fit()\n",
+            "a helper's loader over a Ray Data shard",
+        ),
     ]
     INVALID = [
         Invalid(
@@ -207,6 +237,16 @@ loader then needs `set_epoch` each epoch (RAY215).
             7,
             note="the DataLoader's own `num_workers` is not Ray Train's",
         ),
+        Invalid(
+            "from torch.utils.data import DataLoader\nfrom ray.train import ScalingConfig\nfrom ray.train.torch import TorchTrainer\n\n"
+            "def build_data_loader(batch_size):\n    loader = DataLoader(load_mnist(), batch_size=batch_size, shuffle=True)\n"
+            "    return loader\n\n"
+            "def train_func(config):\n    data_loader = build_data_loader(config['batch_size'])\n"
+            "    for epoch in range(config['num_epochs']):\n        for images, labels in data_loader:\n            pass\n\n"
+            "TorchTrainer(train_func, scaling_config=ScalingConfig(num_workers=2, use_gpu=True)).fit()\n",
+            10,
+            note="built by a helper that returns it",
+        ),
     ]
 
     def check(self, ctx: Context) -> None:
@@ -216,28 +256,34 @@ loader then needs `set_epoch` each epoch (RAY215).
                 continue
             for loader in facts.torch_loaders(loop):
                 if _reads_whole(ctx.model, loop, loader):
-                    ctx.report(
-                        loader.built.node,
-                        f"Every worker of `{loop.function.node.name.value}` reads this DataLoader whole: "
-                        "use `prepare_data_loader`",
+                    whole = (
+                        f"Every worker of `{loop.function.node.name.value}` reads this DataLoader whole"
+                        if loader.got is loader.built
+                        else f"Every worker reads the DataLoader `{ctx.model.source_of(loader.got.node.func)}` returns whole"
                     )
+                    ctx.report(loader.got.node, f"{whole}: use `prepare_data_loader`")
 
 
 def _reads_whole(model: SemanticModel, loop: TrainLoop, loader: TorchLoader) -> bool:
     """Iterated, with nothing that splits it across workers, and not built for rank 0 alone."""
     if loader.prepared or loader.sampler is not None or not loader.reads:
         return False
-    if rank_guard(model, loop.function, loader.built.node) is not None:
+    if rank_guard(model, loop.function, loader.got.node) is not None:
         return False
-    site = loader.built
+    return not any(_over_shard(model, site) for site in {id(site): site for site in (loader.built, loader.got)}.values())
+
+
+def _over_shard(model: SemanticModel, site: CallSite) -> bool:
+    """The call is given Ray Data shard data: `DataLoader(shard)` after `shard = ray.train.get_dataset_shard(...)`,
+    or a helper's `build_loader(shard.iter_torch_batches())`."""
     for arg in site.node.args:
         if _mentions_shard(arg.value):
-            return False
-        for name in names_read(arg.value):  # `shard = ray.train.get_dataset_shard(...)`, then `DataLoader(shard)`
+            return True
+        for name in names_read(arg.value):
             binding = model.sole_assignment(name, site.scope, site.index)
             if binding is not None and binding.value is not None and _mentions_shard(binding.value):
-                return False
-    return True
+                return True
+    return False
 
 
 def _mentions_shard(expr: cst.BaseExpression) -> bool:

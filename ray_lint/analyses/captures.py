@@ -50,6 +50,21 @@ def pickled_by_value(model: SemanticModel, remote: RemoteDef) -> bool:
     return False
 
 
+def runs_as_main(model: SemanticModel, scope: Scope) -> bool:
+    """Whether code in `scope` runs with its module as `__main__` (a script or a notebook), whose module-level
+    functions cloudpickle copies by value: `scope` is its top-level code (an `if __name__ == "__main__":` block
+    included), or that of a function its top-level code calls by name. A module others import seldom does either."""
+    function = scope.function
+    if function is None:
+        return True
+    for site in model.calls:
+        if site.scope.function is None and isinstance(site.node.func, cst.Name):
+            binding = model.reaching_binding(site.node.func.value, site.scope, site.index)
+            if binding is not None and binding.kind == "def" and binding.node is function.node:
+                return True
+    return False
+
+
 def captured_by_remotes(model: SemanticModel) -> Iterator[tuple[RemoteDef, list[Capture]]]:
     """Each remote function and actor class that cloudpickle pickles by value, with its captures."""
     scopes = {id(scope.node): scope for scope in model.scopes}

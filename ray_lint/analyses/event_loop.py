@@ -193,15 +193,17 @@ def _runner(scope: Scope) -> Scope:
     return scope
 
 
-def stall_message(ctx: Context, stall: Stall, method: str, loop: str) -> str:
-    """The finding's sentence: what blocks the event loop of `method` ("async actor method `A.m`"), or,
-    when that would pass 100 characters, of `loop` ("the actor's event loop")."""
+def stall_message(ctx: Context, stall: Stall, kind: str, method: str, loop: str) -> str:
+    """The finding's sentence: what blocks the event loop of `method` (a `kind`, "async actor method",
+    named "`A.m`"); shorter forms, down to naming only `loop` ("the actor's event loop"), keep it within
+    100 characters."""
     effect = {"blocking": f"`{stall.name}`", "sync twin": f"`{stall.name}`", "inference": "model inference"}[stall.kind]
     if stall.helper is None:
         subject = f"Model inference `{stall.name}(...)`" if stall.kind == "inference" else effect
-        sentences = tuple(f"{subject} blocks {where}" for where in (f"the event loop of {method}", loop))
+        wheres = (f"the event loop of {kind} {method}", f"the event loop of {method}", loop)
+        sentences = [f"{subject} blocks {where}" for where in wheres]
     else:
         call = f"`{ctx.snippet(stall.site.node.func, 30)}()`"
         verb = "runs" if stall.kind == "inference" else "calls"
-        sentences = tuple(f"{call} {verb} {effect} ({ctx.line_of(stall.effect)}), blocking {where}" for where in (f"the event loop of {method}", loop))
+        sentences = [f"{call} {verb} {effect} ({ctx.line_of(stall.effect)}), blocking {where}" for where in (f"the event loop of {method}", loop)]
     return next((s for s in sentences if len(s) <= 100), sentences[-1])

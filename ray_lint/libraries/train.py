@@ -11,6 +11,7 @@ import libcst as cst
 from ray_lint.libraries import defined_function_or_class, keyword_value
 from ray_lint.model import SemanticModel
 from ray_lint.python_model import (
+    AFTER_ALL,
     CallSite,
     FunctionInfo,
     Loop,
@@ -54,7 +55,8 @@ class TrainLoop:
 class TorchLoader:
     """A torch `DataLoader` that a training loop builds and iterates: how it is built and where it is read."""
 
-    built: CallSite  # the `DataLoader(...)` call, in the loop's own body
+    built: CallSite  # the `DataLoader(...)` call: in the loop's own body, or in a helper that returns it
+    got: CallSite  # where the loop's body gets it: `built` itself, or the call of the helper that returns it
     names: frozenset[str]  # the loop's names for it, the `prepare_data_loader(...)` result's included
     prepared: bool  # handed to `ray.train.torch.prepare_data_loader`
     sampler: cst.BaseExpression | None  # `sampler=` or `batch_sampler=`, as written
@@ -100,13 +102,15 @@ class TrainFacts:
         return [site for site in self.model.calls if any(scope_within(site.scope, f.scope) for f in functions)]
 
     def torch_loaders(self, loop: TrainLoop) -> list[TorchLoader]:
-        """The `DataLoader`s built in the loop's own body and bound to a name, with the names
-        `prepare_data_loader` gives them; loaders built in helpers are not followed."""
+        """The `DataLoader`s the loop's own body builds, or gets from a helper that returns one
+        (`loader = build_loader(batch_size)`), bound to a name, with the names `prepare_data_loader`
+        gives them."""
         model, scope = self.model, loop.function.scope
         calls = [site for site in self.calls_in(loop) if scope_within(site.scope, scope)]
         loaders = []
         for site in calls:
-            if model.call_name(site) not in DATA_LOADERS:
+            built = site if model.call_name(site) in DATA_LOADERS else self._loader_returned(loop, site)
+            if built is None:
                 continue
             names, prepared = set(_assigned_names(site.statement, site.node)), False
             for other in calls:  # `loader = prepare_data_loader(loader)`, or of the call itself
@@ -117,9 +121,29 @@ class TrainFacts:
                     prepared = True
                     names |= _assigned_names(other.statement, other.node)
             if names:
-                sampler = keyword_value(site.node, "sampler") or keyword_value(site.node, "batch_sampler")
-                loaders.append(TorchLoader(site, frozenset(names), prepared, sampler, self._reads(loop, names)))
+                sampler = keyword_value(built.node, "sampler") or keyword_value(built.node, "batch_sampler")
+                loaders.append(TorchLoader(built, site, frozenset(names), prepared, sampler, self._reads(loop, names)))
         return loaders
+
+    def _loader_returned(self, loop: TrainLoop, site: CallSite) -> CallSite | None:
+        """The `DataLoader(...)` call that a helper of the loop, called at `site`, returns from every
+        `return` of its body: `return DataLoader(...)`, or `loader = DataLoader(...)` then `return loader`."""
+        called = defined_function_or_class(self.model, site.node.func, site.scope, site.index)
+        if not isinstance(called, FunctionInfo) or not any(called is helper for helper in loop.helpers):
+            return None
+        returned: dict[int, cst.Call] = {}
+        for node in iter_subtree(called.node.body, into_functions=False):
+            if not isinstance(node, cst.Return):
+                continue
+            value = node.value
+            if isinstance(value, cst.Name):
+                binding = self.model.sole_assignment(value.value, called.scope, AFTER_ALL)
+                value = binding.value if binding is not None and binding.scope is called.scope else None
+            if not isinstance(value, cst.Call):
+                return None
+            returned[id(value)] = value
+        built = self.model.call_site(next(iter(returned.values()))) if len(returned) == 1 else None
+        return built if built is not None and self.model.call_name(built) in DATA_LOADERS else None
 
     def _reads(self, loop: TrainLoop, names: set[str]) -> list[tuple[cst.CSTNode, Loop | None]]:
         """`for batch in loader:` (or `enumerate(loader)`, `tqdm(loader)`) in the loop's body, and calls of
