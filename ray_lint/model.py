@@ -285,6 +285,15 @@ class SemanticModel(PythonModel):
                     yield function, param, param.default, at
 
     @cached_property
+    def _remote_by_options(self) -> dict[int, RemoteDef]:
+        return {id(remote.options.node): remote for remote in self.remote_defs if remote.options.node is not None}
+
+    def remote_declared_by(self, call: cst.Call) -> RemoteDef | None:
+        """The remote function or actor class whose options a `ray.remote(...)` call declares, when the
+        module shows what it is applied to."""
+        return self._remote_by_options.get(id(call))
+
+    @cached_property
     def _remote_by_scope(self) -> dict[int, tuple[RemoteDef, FunctionInfo]]:
         return {id(info.scope): (remote, info) for remote in self.remote_defs for info in self.remote_functions(remote)}
 

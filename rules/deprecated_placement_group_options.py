@@ -346,11 +346,10 @@ go after a top-level Ray import.
         if not model.imports_module("ray"):
             return
         expected = expected_to_raise(model)
-        by_options = {id(r.options.node): r for r in model.remote_defs if r.options.node is not None}
         for site in model.calls_to("ray.remote"):
             call = site.node
             if id(call) not in expected and not any(a.keyword is None and not a.star for a in call.args):
-                remote = by_options.get(id(call))
+                remote = model.remote_declared_by(call)
                 self._report(ctx, site, "remote", remote.kind if remote is not None else "task", RemoteOptions(None), None)
         submitted = {id(s.node.func.value) for s in model.calls_by_tail.get("remote", ()) if isinstance(s.node.func, cst.Attribute)}
         importing = True  # one fix per pass adds the import; the next pass fixes the others with it

@@ -364,12 +364,11 @@ There is no automatic fix: whether the request or the cluster is wrong is not in
         cluster = local_cluster(model)
         if cluster is None or _expects_pending(model):
             return
-        by_options = {id(remote.options.node): remote for remote in model.remote_defs if remote.options.node is not None}
         reported: set[int] = set()
         for site, where in resource_request_sites(model):
             if where == "data":
                 continue
-            remote = by_options.get(id(site.node)) if where == "remote" else None
+            remote = model.remote_declared_by(site.node) if where == "remote" else None
             for resource, value, named in _requests(model, site):
                 keyword = {"CPU": "num_cpus", "GPU": "num_gpus"}.get(resource, "resources")
                 if id(value) in reported or _overridden(remote, keyword):

@@ -525,10 +525,9 @@ guess at what was meant and changes how the task or actor is scheduled.
         if not model.imports_module("ray"):
             return
         expected = expected_to_raise(model)
-        by_options = {id(r.options.node): r for r in model.remote_defs if r.options.node is not None}
         for site in model.calls_to("ray.remote"):
             if id(site.node) not in expected:
-                self._check_remote(ctx, site, by_options.get(id(site.node)))
+                self._check_remote(ctx, site, model.remote_declared_by(site.node))
         for site in model.calls_by_tail.get("options", ()):
             if id(site.node) not in expected and isinstance(site.node.func, cst.Attribute):
                 self._check_options(ctx, site, site.node.func.value)
