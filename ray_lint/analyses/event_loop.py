@@ -195,8 +195,8 @@ def _runner(scope: Scope) -> Scope:
 
 def stall_message(ctx: Context, stall: Stall, kind: str, method: str, loop: str) -> str:
     """The finding's sentence: what blocks the event loop of `method` (a `kind`, "async actor method",
-    named "`A.m`"); shorter forms, down to naming only `loop` ("the actor's event loop"), keep it within
-    100 characters."""
+    named "`A.m`"); shorter forms, down to naming only `loop` ("the actor's event loop") and the line,
+    keep it within 100 characters."""
     effect = {"blocking": f"`{stall.name}`", "sync twin": f"`{stall.name}`", "inference": "model inference"}[stall.kind]
     if stall.helper is None:
         subject = f"Model inference `{stall.name}(...)`" if stall.kind == "inference" else effect
@@ -205,5 +205,7 @@ def stall_message(ctx: Context, stall: Stall, kind: str, method: str, loop: str)
     else:
         call = f"`{ctx.snippet(stall.site.node.func, 30)}()`"
         verb = "runs" if stall.kind == "inference" else "calls"
-        sentences = [f"{call} {verb} {effect} ({ctx.line_of(stall.effect)}), blocking {where}" for where in (f"the event loop of {method}", loop)]
+        line = ctx.line_of(stall.effect)
+        sentences = [f"{call} {verb} {effect} ({line}), blocking {where}" for where in (f"the event loop of {method}", loop)]
+        sentences.append(f"{call} blocks {loop} ({line})")
     return next((s for s in sentences if len(s) <= 100), sentences[-1])
