@@ -20,6 +20,7 @@ if TYPE_CHECKING:  # the registry loads without libcst: a full cache hit never p
 
 CODE_PATTERN = re.compile(r"RAY\d{3}")
 NAME_PATTERN = re.compile(r"[a-z][a-z0-9]*(-[a-z0-9]+)*")
+MAX_MESSAGE = 100  # characters: a finding's message is one short sentence, the why and how are on its page
 # Pre-filter tokens of a file that makes a remote function or actor: `@ray.remote` (at a line's end,
 # before a comment, or with options), `ray.remote(f)`, `from ray import remote` (first, later or in brackets).
 REMOTE_MADE = (".remote(", ".remote\n", ".remote\r", ".remote ", "import remote", ", remote", "(remote", " remote,")

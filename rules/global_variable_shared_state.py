@@ -27,7 +27,7 @@ from ray_lint.python_model import (
     names_read,
     root_name,
 )
-from ray_lint.rule import REMOTE_MADE, Context, Invalid, Rule, Valid
+from ray_lint.rule import MAX_MESSAGE, REMOTE_MADE, Context, Invalid, Rule, Valid
 
 CONTAINER_FACTORIES = frozenset({"dict", "list", "set", "defaultdict", "OrderedDict", "Counter", "deque"})
 CONTAINER_LITERALS = (cst.List, cst.Dict, cst.Set, cst.ListComp, cst.DictComp, cst.SetComp)
@@ -711,11 +711,10 @@ There is no automatic fix: moving state into arguments or an actor changes the p
                 if evidence is None:
                     continue
                 seen.add(name)
-                ctx.report(
-                    node,
-                    f"This write to global `{name}` stays in `{body.function.node.name.value}`'s worker, but {evidence}",
-                    facts=GlobalFacts(name, lost_write=True),
-                )
+                message = f"This write to global `{name}` stays in `{body.function.node.name.value}`'s worker, but {evidence}"
+                if len(message) > MAX_MESSAGE:
+                    message = f"Global `{name}`: this write stays in the worker, but {evidence}"
+                ctx.report(node, message, facts=GlobalFacts(name, lost_write=True))
 
     def _driver_read(self, facts: _Globals, body: _Body, name: str) -> str | None:
         model = facts.model

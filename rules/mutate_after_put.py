@@ -13,7 +13,7 @@ from ray_lint.diagnostics import Severity
 from ray_lint.experiment import Plan, ReproductionExperiment, Subject, Variant, script
 from ray_lint.model import SemanticModel
 from ray_lint.python_model import Binding, CallSite, FunctionInfo, Scope, is_name, iter_subtree, path_to, root_name
-from ray_lint.rule import Context, Invalid, Rule, Valid
+from ray_lint.rule import MAX_MESSAGE, Context, Invalid, Rule, Valid
 
 # Of the model's mutating methods, those that change a value's data (not a file, a connection or a
 # counter's side effects), plus numpy's in-place methods. `clear` is left out: emptying a container
@@ -297,6 +297,8 @@ snapshot (copy before changing) is the author's call.
             put_at = ctx.line_of(put.site.node)
             if change.by is not None:
                 message = f"`{name}` is changed by `{change.by}()` after `ray.put` on {put_at}, so `{ref}` is stale"
+                if len(message) > MAX_MESSAGE:
+                    message = f"`{name}` is changed by `{change.by}()` after its `ray.put`, so `{ref}` is stale"
             else:
                 message = f"`{name}` is changed after `ray.put` on {put_at}, so `{ref}` still holds the old value"
             ctx.report(change.node, message, facts=PutFacts(name, ref))

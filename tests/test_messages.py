@@ -14,10 +14,9 @@ from pathlib import Path
 import pytest
 
 from ray_lint.engine import lint_text
-from ray_lint.rule import Invalid, Rule, all_rules, iter_examples
+from ray_lint.rule import MAX_MESSAGE, Invalid, Rule, all_rules, iter_examples
 from ray_lint.source import decode
 
-MAX_LENGTH = 100
 ROOT = Path(__file__).parent.parent
 EVAL_FILES = sorted((ROOT / "tests" / "eval").glob("*.py"))
 EXAMPLE_FILES = sorted(p for p in (ROOT / "examples").iterdir() if p.suffix in (".py", ".ipynb"))
@@ -28,8 +27,8 @@ _SENTENCE_END = re.compile(r"\.(\s|$)")
 
 def problem(message: str) -> str | None:
     """Why `message` is not one short sentence, or None when it is."""
-    if len(message) > MAX_LENGTH:
-        return f"{len(message)} characters (at most {MAX_LENGTH})"
+    if len(message) > MAX_MESSAGE:
+        return f"{len(message)} characters (at most {MAX_MESSAGE})"
     if "\n" in message or "\r" in message:
         return "a newline"
     prose = _NUMBER.sub("0", _CODE.sub("``", message))
@@ -56,7 +55,7 @@ def _failures(found: list[tuple[str, str, str]]) -> list[str]:
 def test_problem_spots_long_and_multi_sentence_messages() -> None:
     assert problem("`ray.get` in a loop waits for each task in turn") is None
     assert problem("`np.float64` of 1.5 GB is captured by `f`") is None
-    assert problem("x" * (MAX_LENGTH + 1)) is not None
+    assert problem("x" * (MAX_MESSAGE + 1)) is not None
     assert problem("one sentence. Another sentence") is not None
     assert problem("first line\nsecond line") is not None
 

@@ -31,7 +31,7 @@ from ray_lint.blocking_calls import BLOCKING_TOKENS, blocking_call
 from ray_lint.loaders import NEURAL_MODEL_TOKENS, loads_neural_model
 from ray_lint.model import SemanticModel
 from ray_lint.python_model import CallSite, ClassInfo, FunctionInfo, Scope, between, is_name
-from ray_lint.rule import Context
+from ray_lint.rule import MAX_MESSAGE, Context
 
 # How many helper calls deep a stall is followed within one module.
 MAX_HELPER_DEPTH = 2
@@ -208,4 +208,4 @@ def stall_message(ctx: Context, stall: Stall, kind: str, method: str, loop: str)
         line = ctx.line_of(stall.effect)
         sentences = [f"{call} {verb} {effect} ({line}), blocking {where}" for where in (f"the event loop of {method}", loop)]
         sentences.append(f"{call} blocks {loop} ({line})")
-    return next((s for s in sentences if len(s) <= 100), sentences[-1])
+    return next((s for s in sentences if len(s) <= MAX_MESSAGE), sentences[-1])
