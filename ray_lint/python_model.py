@@ -227,6 +227,12 @@ def constant_int(
     return None
 
 
+def is_static(method: FunctionInfo) -> bool:
+    """A method decorated with `@staticmethod` alone: callable through its class like a function."""
+    decorators = [decorator.decorator for decorator in method.node.decorators]
+    return len(decorators) == 1 and is_name(decorators[0], "staticmethod")
+
+
 def is_name(expr: cst.BaseExpression, name: str) -> bool:
     """`expr` is the bare name `name`."""
     return isinstance(expr, cst.Name) and expr.value == name
@@ -555,9 +561,10 @@ class PythonModel:
             methods = self._methods[id(cls)] = {m.node.name.value: m for m in cls.methods}
         return methods.get(name)
 
-    def local_callee(self, caller: FunctionInfo, call: cst.Call) -> FunctionInfo | None:
-        """The function of this module that `call` (made in `caller`) runs: `helper(...)` bound to a `def`
-        of the module, or `self.method(...)` of the caller's own class."""
+    def local_callee(self, caller: FunctionInfo | None, call: cst.Call) -> FunctionInfo | None:
+        """The function of this module that `call` (made in `caller`, when known) runs: `helper(...)` bound
+        to a `def` of the module, `self.method(...)` of the caller's own class, or a static method called
+        through its class (`DataUtils.load(path)`)."""
         func = call.func
         site = self.call_site(call)
         if site is None:
@@ -567,9 +574,14 @@ class PythonModel:
             if binding is not None and binding.kind == "def" and isinstance(binding.node, cst.FunctionDef):
                 return self.function_info(binding.node)
             return None
-        if isinstance(func, cst.Attribute) and is_name(func.value, "self") and caller.owner is not None:
-            return self.method(caller.owner, func.attr.value)
-        return None
+        if not isinstance(func, cst.Attribute) or not isinstance(func.value, cst.Name):
+            return None
+        if is_name(func.value, "self"):
+            return self.method(caller.owner, func.attr.value) if caller is not None and caller.owner is not None else None
+        binding = self.reaching_binding(func.value.value, site.scope, site.index)
+        cls = self.class_info(binding.node) if binding is not None and isinstance(binding.node, cst.ClassDef) else None
+        method = self.method(cls, func.attr.value) if cls is not None else None
+        return method if method is not None and is_static(method) else None
 
     @cached_property
     def _comprehension_scopes(self) -> dict[int, Scope]:

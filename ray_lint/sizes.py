@@ -29,7 +29,7 @@ from ray_lint.python_model import (
     FunctionInfo,
     Scope,
     constant_int,
-    is_name,
+    is_static,
     iter_subtree,
 )
 from ray_lint.rule import Option
@@ -223,7 +223,7 @@ class SizeFolder:
     ) -> Size | None:
         """Loaded data that a function of the module called by `call` returns: `fold` of every value it
         returns, in its scope, with its parameters bound to the call's arguments."""
-        function = self._callee(call, scope, at)
+        function = self._callee(call)
         if function is None or id(function.scope) in self._arguments or any(arg.star for arg in call.args):
             return None  # not the module's, recursive, or arguments unpacked
         params = function.node.params
@@ -247,24 +247,11 @@ class SizeFolder:
         loaded = [size.loader for size in sizes if size is not None and size.loader is not None]
         return Size(None, call, loaded[0]) if len(loaded) == len(sizes) else None
 
-    def _callee(self, call: cst.Call, scope: Scope, at: int) -> FunctionInfo | None:
-        """The function of this module that `call` runs: an undecorated `def` bound to its name, or a static
-        method called through its class (`DataUtils.get_data(path)`)."""
-        func, model = call.func, self.model
-        if isinstance(func, cst.Name):
-            binding = model.reaching_binding(func.value, scope, at)
-            if binding is not None and binding.kind == "def" and isinstance(binding.node, cst.FunctionDef):
-                return model.function_info(binding.node) if not binding.node.decorators else None
-            return None
-        if not isinstance(func, cst.Attribute) or not isinstance(func.value, cst.Name):
-            return None
-        binding = model.reaching_binding(func.value.value, scope, at)
-        if binding is None or binding.kind != "class" or not isinstance(binding.node, cst.ClassDef):
-            return None
-        cls = model.class_info(binding.node)
-        method = model.method(cls, func.attr.value) if cls is not None else None
-        decorators = [decorator.decorator for decorator in method.node.decorators] if method is not None else []
-        return method if len(decorators) == 1 and is_name(decorators[0], "staticmethod") else None
+    def _callee(self, call: cst.Call) -> FunctionInfo | None:
+        """The function of this module that `call` runs (`model.local_callee`): an undecorated `def`, or a
+        static method called through its class (`DataUtils.get_data(path)`)."""
+        callee = self.model.local_callee(None, call)
+        return callee if callee is not None and (not callee.node.decorators or is_static(callee)) else None
 
     def _size_of_call(self, call: cst.Call, scope: Scope, at: int, depth: int) -> Size | None:
         func = call.func

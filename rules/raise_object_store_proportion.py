@@ -76,14 +76,12 @@ more heap) and on values it cannot read.
 ```python
 def main():
     os.environ["RAY_DEFAULT_OBJECT_STORE_MEMORY_PROPORTION"] = "0.6"
-    import ray
     ray.init()
 ```
 
 ## Use instead
 ```python
 def main():
-    import ray
     ray.init()  # the default share; set `memory=` on memory-hungry UDFs instead
 ```
 
