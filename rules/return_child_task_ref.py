@@ -73,35 +73,38 @@ def _appended_children(model: SemanticModel, info: FunctionInfo, name: str) -> l
 
 
 class ChildRefExperiment(ReproductionExperiment[None]):
-    """A task that returns its child's ref, then its worker exits (standing for a crash, an OOM kill or
-    a lost node) after the child has finished: the caller's `ray.get` of the ref fails with Ray's
-    `OwnerDiedError`; the same task returning the child's value keeps it. The child's result is 1 MB,
-    so that it lives in the object store (a small one may already be cached by the caller)."""
+    """A task that returns its child's ref, and whose worker is then killed (standing for a crash, an
+    OOM kill or a lost node) after the child has finished: the caller's `ray.get` of the ref fails with
+    Ray's `OwnerDiedError`; the same task returning the child's value keeps it. The driver kills the
+    parent's worker only once the parent has returned, so a slow machine cannot kill it mid-task. The
+    child's result is 1 MB, so that it lives in the object store (a small one may be cached by the caller)."""
 
     facts_type = type(None)
     expected = r"OwnerDiedError"
-    EXIT_AFTER_S = 0.2
     SETTLE_S = 1.5  # Ray learns of the owner's death and frees its objects within about a second
     RESULT_BYTES = 1_000_000
 
     def model(self, subject: Subject) -> Plan:
         tasks = (
-            "import threading\n\n"
+            "import signal\nimport tempfile\n\n"
             f"@ray.remote\ndef child():\n    return bytes({self.RESULT_BYTES})\n\n"
-            "def exit_soon():\n"
-            f"    threading.Timer({self.EXIT_AFTER_S}, os._exit, args=(1,)).start()  # the worker dies after it returned\n\n"
+            "def note_pid(path):\n    with open(path, 'w') as file:\n        file.write(str(os.getpid()))\n\n"
+            "def kill_parent(path):  # the parent's worker dies after it returned\n"
+            "    with open(path) as file:\n        os.kill(int(file.read()), signal.SIGKILL)\n\n"
+            "pid_path = os.path.join(tempfile.mkdtemp(), 'parent.pid')\n"
         )
         returns_ref = (
-            tasks + "@ray.remote\ndef parent():\n    exit_soon()\n    return child.remote()\n\n"
-            "ref = ray.get(parent.remote())\n"
+            tasks + "@ray.remote\ndef parent(path):\n    note_pid(path)\n    return child.remote()\n\n"
+            "ref = ray.get(parent.remote(pid_path))\n"
             "ray.wait([ref], timeout=10, fetch_local=False)  # the child has finished\n"
+            "kill_parent(pid_path)\n"
             f"time.sleep({self.SETTLE_S})\n"
             "value = ray.get(ref, timeout=20)\n"
         )
         returns_value = (
-            # the timer starts once the child's value is in hand: a slow worker start must not kill the parent first
-            tasks + "@ray.remote\ndef parent():\n    value = ray.get(child.remote())\n    exit_soon()\n    return value\n\n"
-            "value = ray.get(parent.remote())\n"
+            tasks + "@ray.remote\ndef parent(path):\n    note_pid(path)\n    return ray.get(child.remote())\n\n"
+            "value = ray.get(parent.remote(pid_path))\n"
+            "kill_parent(pid_path)\n"
             f"time.sleep({self.SETTLE_S})\n"
             "__ray_lint_evidence__ = {'right': f'the caller still holds the result, {len(value):,} bytes'}\n"
         )
@@ -109,7 +112,7 @@ class ChildRefExperiment(ReproductionExperiment[None]):
             Variant("returns the child's ref", script(returns_ref)),
             Variant("returns the child's value", script(returns_value)),
             "modelled",
-            f"a task returns a child task's 1 MB result by ref (or by value), then its worker exits {self.EXIT_AFTER_S:g} s later",
+            "a task returns a child task's 1 MB result by ref (or by value), then its worker is killed",
         )
 
 class ReturnChildTaskRef(Rule):
