@@ -78,7 +78,7 @@ def lint_source(
     result = FileResult(path=path, source=source.text, notebook=source.notebook, encoding=source.encoding, timings=timings)
     notebook = source.notebook
     try:
-        rules = settings.rules_for(Path(path))
+        rules = settings.rules_for(Path(path), notebook.declared_ray if notebook is not None else None)
         text = source.text
         if options.fix:
             describer = notebook.describer if notebook is not None else None

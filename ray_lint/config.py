@@ -17,11 +17,15 @@ import sys
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pathspec
 
+from ray_lint.declarations import Declaration, Declarations
 from ray_lint.rule import Rule, all_rules
+
+if TYPE_CHECKING:
+    from ray_lint.ray_version import RayVersions
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -39,7 +43,7 @@ DEFAULT_EXCLUDE = (
 # Test code, where rules with `in_tests = False` stay silent (see `all-rules-in-tests`).
 DEFAULT_TEST_FILES = ("tests/", "test/", "test_*.py", "*_test.py", "conftest.py")
 LIST_KEYS = ("select", "ignore", "extend-select", "extend-ignore", "exclude", "extend-exclude", "test-files")
-KNOWN_KEYS = (*LIST_KEYS, "per-file-ignores", "preview", "all-rules-in-tests", "rules", "docs-url", "verify")
+KNOWN_KEYS = (*LIST_KEYS, "per-file-ignores", "preview", "all-rules-in-tests", "rules", "docs-url", "verify", "ray-version")
 VERIFY_KEYS = ("tests",)
 
 
@@ -71,6 +75,7 @@ class Layer:
     rule_options: tuple[tuple[str, tuple[tuple[str, Any], ...]], ...] = ()  # keyed by rule name or code as written
     docs_url: str | None = None  # the base of the rule pages' URLs (`ray_lint.diagnostics.docs_url`)
     verify_tests: tuple[str, ...] | None = None  # `[tool.ray-lint.verify] tests`: where `verify` looks for tests
+    ray_version: str | None = None  # the Ray versions the code runs on, a PEP 440 specifier (`ray_lint.ray_version`)
 
 
 def selector_codes(selector: str, origin: str) -> tuple[frozenset[str], int]:
@@ -106,6 +111,16 @@ def parse_layer(data: dict[str, Any], origin: str, root: Path) -> Layer:
             raise ConfigError(f"{origin}: `{key}` must be true or false")
     if data.get("docs-url") is not None and not isinstance(data["docs-url"], str):
         raise ConfigError(f"{origin}: `docs-url` must be a string (the URL the rule pages `<CODE>.md` are under)")
+    ray_version = data.get("ray-version")
+    if ray_version is not None:
+        if not isinstance(ray_version, str):
+            raise ConfigError(f"{origin}: `ray-version` must be a string such as \">=2.40\"")
+        from ray_lint.ray_version import RayVersionError, checked  # parses specifiers: loaded only when one is set
+
+        try:
+            checked(ray_version, origin)
+        except RayVersionError as error:
+            raise ConfigError(str(error)) from None
     per_file = data.get("per-file-ignores", {})
     if not isinstance(per_file, dict):
         raise ConfigError(f"{origin}: `per-file-ignores` must be a table of pattern = [codes]")
@@ -145,6 +160,7 @@ def parse_layer(data: dict[str, Any], origin: str, root: Path) -> Layer:
         rule_options=tuple(options),
         docs_url=data.get("docs-url"),
         verify_tests=tuple(tests) if tests is not None else None,
+        ray_version=ray_version,
     )
 
 
@@ -217,21 +233,24 @@ def _has_ray_lint_table(pyproject: Path) -> bool:
 
 @dataclass
 class Settings:
-    """The resolved settings for the files under one config file (or none)."""
+    """The resolved settings for the files under one config file (or none), and the files that declare
+    the Ray their project runs (`ray_lint.declarations`; None when none does)."""
 
     layers: tuple[Layer, ...]
+    declared: Declaration | None = None
 
     def __getstate__(self) -> dict[str, Any]:
-        """Only the layers travel to worker processes; everything else is derived again there."""
-        return {"layers": self.layers}
+        """Only the layers and the declared Ray travel to worker processes; everything else is derived again there."""
+        return {"layers": self.layers, "declared": self.declared}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.layers = state["layers"]
+        self.declared = state["declared"]
 
     @cached_property
     def fingerprint(self) -> str:
         """A digest of every setting, for the cache: equal settings give equal results."""
-        return hashlib.blake2b(repr(self.layers).encode(), digest_size=16).hexdigest()
+        return hashlib.blake2b(repr((self.layers, self.declared)).encode(), digest_size=16).hexdigest()
 
     def validate(self) -> None:
         """Raise ConfigError for anything the layers name that the rule registry does not know."""
@@ -260,6 +279,18 @@ class Settings:
         """The tests `verify` may run, as the last layer that names them says (relative to its directory)."""
         layer = next((layer for layer in reversed(self.layers) if layer.verify_tests is not None), None)
         return tuple(layer.root / item for item in layer.verify_tests) if layer and layer.verify_tests is not None else None
+
+    def ray_versions(self, declared: Declaration | None = None) -> RayVersions:
+        """The Ray versions the code runs on: `ray-version` as the last layer that sets it says, else what
+        `declared` (a notebook's own install) or the project declares, else any. Parsing a declaration
+        loads `packaging`, so it happens only when rules are made, never on a run the cache answers."""
+        from ray_lint.ray_version import ANY_RAY, RayVersions, versions_declared
+
+        layer = next((layer for layer in reversed(self.layers) if layer.ray_version is not None), None)
+        if layer is not None:
+            return RayVersions(layer.ray_version, layer.origin)
+        declaration = declared or self.declared
+        return (versions_declared(declaration) if declaration is not None else None) or ANY_RAY
 
     @cached_property
     def _test_files(self) -> tuple[pathspec.GitIgnoreSpec, str]:
@@ -344,12 +375,21 @@ class Settings:
         return options
 
     @cached_property
-    def _rule_instances(self) -> dict[str, Rule]:
-        return {rule.code: rule(self.rule_options.get(rule.name)) for rule in all_rules()}
+    def _rule_instances(self) -> dict[Declaration | None, dict[str, Rule]]:
+        return {}
 
-    def rules_for(self, path: Path) -> list[Rule]:
+    def rules_for(self, path: Path, declared: Declaration | None = None) -> list[Rule]:
+        """The rules for `path`; `declared` is what a notebook's own `!pip install ray==...` declares,
+        which wins over the project's declaration (not over `ray-version`)."""
         codes = self.codes_for(path)
-        return [rule for code, rule in self._rule_instances.items() if code in codes]
+        instances = self._rule_instances.get(declared)
+        if instances is None:
+            versions = self.ray_versions(declared)
+            instances = self._rule_instances[declared] = {
+                rule.code: rule(self.rule_options.get(rule.name), versions) for rule in all_rules()
+            }
+        return [rule for code, rule in instances.items() if code in codes]
+
 
     @cached_property
     def _exclude(self) -> list[tuple[pathspec.PathSpec, Path]]:
@@ -394,6 +434,8 @@ class Settings:
         rows.append(("all-rules-in-tests", self.all_rules_in_tests, origin_of("all_rules_in_tests")))
         rows.append(("docs-url", self.docs_url, origin_of("docs_url")))
         rows.append(("verify.tests", [str(p) for p in self.verify_tests or ()], origin_of("verify_tests")))
+        versions = self.ray_versions()
+        rows.append(("ray-version", versions.describe(), versions.declared_in or "default"))
         for rule in all_rules():
             for option in rule.options:
                 value = self.rule_options.get(rule.name, {}).get(option.name, option.default)
@@ -432,8 +474,9 @@ class Resolver:
     validate: bool = True  # False: the caller validates (the cache skips it when the settings are known good)
     _by_path: dict[Path, Settings] = field(default_factory=dict)
     _by_directory: dict[Path, Settings] = field(default_factory=dict)
-    _by_file: dict[Path | None, Settings] = field(default_factory=dict)
+    _by_file: dict[tuple[Path | None, Declaration | None], Settings] = field(default_factory=dict)
     _config_in: dict[Path, Path | None] = field(default_factory=dict)
+    _declarations: Declarations = field(default_factory=Declarations)  # what each directory's project declares of Ray
 
     def settings_for(self, path: Path) -> Settings:
         """The settings for a file or directory (memoized: a walk asks once per directory and file)."""
@@ -452,17 +495,18 @@ class Resolver:
             config_file = self.config_path
         else:
             config_file = self._config_file_in(directory)
-        settings = self._by_file.get(config_file)
+        declared = self._declarations.for_directory(directory)  # read even when isolated: it is the project's, not config
+        settings = self._by_file.get((config_file, declared))
         if settings is None:
             layers = [self.overrides]
             if config_file is not None:
                 layer = read_config_file(config_file)
                 if layer is not None:
                     layers.insert(0, layer)
-            settings = Settings(tuple(layers))
+            settings = Settings(tuple(layers), declared)
             if self.validate:  # errors surface before linting
                 settings.validate()
-            self._by_file[config_file] = settings
+            self._by_file[config_file, declared] = settings
         self._by_directory[directory] = settings
         return settings
 

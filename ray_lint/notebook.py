@@ -22,6 +22,7 @@ from typing import Any
 
 from ray_lint.diagnostics import Diagnostic, Edit, Fix, Position
 from ray_lint.noqa import LINE_SPLIT
+from ray_lint.declarations import Declaration, notebook_declaration
 
 CELL_END = "# ray-lint: end of notebook cell"
 MAGIC = "pass  # ray-lint: IPython magic"
@@ -90,6 +91,11 @@ class Notebook:
             cells.append(Cell(index, line, text, python, magics))
             line += python.count("\n") + 1  # the cell's lines, then its end marker
         return cls(raw, tuple(cells))
+
+    @property
+    def declared_ray(self) -> Declaration | None:
+        """The notebook's own install of Ray (`!pip install "ray[data]==2.2.0"`), if it has one."""
+        return notebook_declaration([line for cell in self.cells for magic in cell.magics for line in magic])
 
     @property
     def python(self) -> str:

@@ -238,6 +238,19 @@ def is_name(expr: cst.BaseExpression, name: str) -> bool:
     return isinstance(expr, cst.Name) and expr.value == name
 
 
+def _tests_version(test: cst.BaseExpression) -> bool:
+    """Whether a condition reads a name or attribute that holds a version (`RAY_VERSION`, `ray.__version__`)."""
+    stack: list[cst.CSTNode] = [test]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.Name) and "version" in node.value.lower():
+            return True
+        if isinstance(node, cst.Attribute) and "version" in node.attr.value.lower():
+            return True
+        stack.extend(child_nodes(node))
+    return False
+
+
 def root_name(expr: cst.BaseExpression) -> str | None:
     """`self` for `self.a.b[0].c`: the name an attribute/subscript chain starts from."""
     while isinstance(expr, (cst.Attribute, cst.Subscript)):
@@ -700,6 +713,20 @@ class PythonModel:
             path.append(parents[id(path[-1])])
         path.reverse()
         return path
+
+    def version_gated(self, node: cst.CSTNode, scope: Scope) -> bool:
+        """Whether `node` (in `scope`) sits in a branch of an `if` or conditional expression that tests a
+        version (`if RAY_VERSION >= (2, 33, 0):`, `if ray.__version__ < "2.10":`), in its own scope or an
+        enclosing one: code kept for other versions of a library."""
+        target: cst.CSTNode = node
+        current: Scope | None = scope
+        while current is not None:
+            path = self.path_within(current.node, target) or []
+            for parent, child in zip(path, path[1:]):
+                if isinstance(parent, (cst.If, cst.IfExp)) and child is not parent.test and _tests_version(parent.test):
+                    return True
+            target, current = current.node, current.parent
+        return False
 
     def close(self) -> None:
         """Break the model's back-references (a binding's scope, an analysis's model), so that the file's

@@ -17,6 +17,7 @@ if TYPE_CHECKING:  # the registry loads without libcst: a full cache hit never p
 
     from ray_lint.experiment import Experiment
     from ray_lint.model import SemanticModel
+    from ray_lint.ray_version import RayVersions
 
 CODE_PATTERN = re.compile(r"RAY\d{3}")
 NAME_PATTERN = re.compile(r"[a-z][a-z0-9]*(-[a-z0-9]+)*")
@@ -163,9 +164,12 @@ class Rule:
     VALID: ClassVar[list[Valid]] = []
     INVALID: ClassVar[list[Invalid]] = []
 
-    def __init__(self, settings: dict[str, Any] | None = None) -> None:
+    def __init__(self, settings: dict[str, Any] | None = None, ray_versions: RayVersions | None = None) -> None:
+        from ray_lint.ray_version import ANY_RAY  # rules are made only to lint: a full cache hit never parses a version
+
         self.settings = {option.name: option.default for option in self.options}
         self.settings.update(settings or {})
+        self.ray_versions = ray_versions or ANY_RAY  # the Ray the checked code runs on, for rules about APIs that changed
 
     def check(self, ctx: Context) -> None:
         raise NotImplementedError

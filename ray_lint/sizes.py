@@ -40,7 +40,9 @@ ALLOCATION_TOKENS = (
     "random(", "random_sample(", "uniform(", "normal(", "bytes(", "bytearray(", "' *", '" *', "] *", "* [",
     "*[", "* b'", '* b"', "* '", '* "', "arange(", "linspace(", LARGE_MARKER,
 )
-# Data loaders whose result is usually a dataset: large, though the code does not say how large.
+# Data loaders whose result is usually a dataset: large, though the code does not say how large. Not Hugging
+# Face `datasets.load_dataset` / `load_from_disk`: their Arrow tables are memory-mapped and pickle as a path;
+# nor raw reads (`f.read()`, `json.load`), which configs and prompt templates share.
 DATA_LOADERS = (
     "numpy.load", "numpy.loadtxt", "numpy.genfromtxt", "numpy.fromfile", "pandas.read_csv", "pandas.read_parquet",
     "pandas.read_feather", "pandas.read_pickle", "pandas.read_hdf", "pandas.read_json", "pandas.read_table",

@@ -16,7 +16,7 @@ from ray_lint.libraries.data import (
     DatasetFacts,
 )
 from ray_lint.model import SemanticModel
-from ray_lint.python_model import CallSite, Store, literal_number
+from ray_lint.python_model import CallSite, Scope, Store, literal_number
 from ray_lint.rule import Context, Invalid, Rule, Valid
 
 # Dataset methods Ray 2.60 deprecates, with what to use instead (`ray/data/dataset.py`).
@@ -53,6 +53,15 @@ READ_PARQUET_KEYWORDS: dict[str, str] = {
     "columns": "`.select_columns([...])`",
     "dataset_kwargs": "top-level keyword arguments",
 }
+# The release that deprecated a name, where ray-lint knows it (Ray's own warning, its release notes); the
+# replacement exists from then on. The others count from 2.60, the release ray-lint checks against.
+DEPRECATED_SINCE: dict[str, str] = {
+    "num_blocks": "2.9",  # "`num_blocks` parameter is deprecated in Ray 2.9"
+    "parallelism": "2.10",  # `override_num_blocks` arrived in 2.10
+    "get_internal_block_refs": "2.33",  # `iter_internal_ref_bundles` arrived in 2.33
+    "concurrency": "2.51",
+}
+CHECKED_RELEASE = "2.60"
 DATA_CONTEXT_GET_CURRENT = ("ray.data.DataContext.get_current", "ray.data.context.DataContext.get_current")
 
 
@@ -131,9 +140,6 @@ class DeprecatedDataArgs(Rule):
     message = "A Ray Data argument, method or setting that Ray 2.60 deprecates"
     severity = Severity.INFO
     category = "deprecation"
-    # Right only for projects on Ray 2.51 or later: on the real-code corpus 4 of 9 findings were in projects
-    # that pin an older Ray, where these arguments are current, and 1 in a branch kept for such versions.
-    preview = True
     tokens = (
         *DEPRECATED_METHODS, *UDF_KEYWORDS, *REMOTE_ARGS_ONLY, "num_blocks", "partition_size_hint",
         *WRITE_KEYWORDS, *SOURCE_KEYWORDS, *READ_PARQUET_KEYWORDS, "min_parallelism", "expr=",
@@ -170,12 +176,16 @@ ray-lint is silent for the same keywords where they are current: `concurrency=` 
 functions and on `select_columns`/`drop_columns`/`rename_columns`/`add_column`; the named remote
 parameters (`num_cpus=`, `num_gpus=`, `memory=`, `resources=`, `max_calls=`, ...);
 `parallelism=-1` (the default); `filter(expr=col(...) ...)`; `zip` and friends on objects that are
-not datasets. On Ray older than 2.51 some of the replacements do not exist yet (`compute=` with a
-`TaskPoolStrategy(size=...)`): ray-lint has no per-project Ray version, so ignore the rule there.
+not datasets.
 
-It is in preview: whether a name is deprecated depends on the Ray a project runs, and ray-lint
-does not read the version a project pins. On 43 public projects, 4 of its 9 findings were in code
-pinned to a Ray before 2.51, where `concurrency=` is current, and 1 in a branch kept for old Ray.
+Whether a name is deprecated depends on the Ray a project runs, so ray-lint reads the Ray a
+project declares (`pyproject.toml`, `requirements*.txt`, `setup.py`, a `Dockerfile`'s
+`FROM rayproject/ray:...`, a notebook's `!pip install "ray==..."`, or `ray-version` in the
+config) and reports a name only where every Ray the project allows has deprecated it, so that
+the replacement exists: `parallelism=` from 2.10, `random_shuffle(num_blocks=)` from 2.9,
+`get_internal_block_refs` from 2.33, `concurrency=` from 2.51, the rest from 2.60. A project
+that declares no Ray is taken to run a recent one. Code in a branch of a version test
+(`if RAY_VERSION >= (2, 33, 0): ... else: ...`) is kept for other versions and is not reported.
 
 ## Example
 ```python
@@ -232,6 +242,19 @@ There is no automatic fix: most replacements are not one-for-one (`concurrency=(
             "import ray\n\nctx = ray.data.DataContext.get_current()\nctx.read_op_min_num_blocks = 400\n",
             "the current setting",
         ),
+        Valid(
+            "import ray\nfrom packaging.version import Version\n\nRAY_VERSION = Version(ray.__version__)\n\n"
+            "def block_refs(ds):\n"
+            "    if RAY_VERSION >= Version('2.33'):\n"
+            "        return [ref for bundle in ds.iter_internal_ref_bundles() for ref in bundle.block_refs]\n"
+            "    return ds.get_internal_block_refs()\n",
+            "code kept for Ray before 2.33 sits after a version test (Daft's runner)",
+        ),
+        Valid(
+            "import ray\n\nds = ray.data.range(100)\n"
+            "ds = ds.map_batches(f, concurrency=4) if ray.__version__ < '2.51' else ds.map_batches(f, compute=pool)\n",
+            "a conditional expression on the version",
+        ),
     ]
     INVALID = [
         Invalid(
@@ -281,10 +304,7 @@ There is no automatic fix: most replacements are not one-for-one (`concurrency=(
         model = ctx.model
         datasets = model.analysis(DatasetFacts)
         for site, method in datasets.calls(frozenset(DEPRECATED_METHODS)):
-            ctx.report(
-                site.node.func, f"`Dataset.{method}` is deprecated in Ray 2.60: use {DEPRECATED_METHODS[method]}",
-                facts=DeprecatedName(method),
-            )
+            self._report(ctx, site.node.func, site.scope, method, f"`Dataset.{method}` is {{}}: use {DEPRECATED_METHODS[method]}")
         for site, method in datasets.calls(UDF_METHODS):
             self._udf_keywords(ctx, site, method)
         for site, method in datasets.calls(frozenset(METHOD_KEYWORDS)):
@@ -305,26 +325,18 @@ There is no automatic fix: most replacements are not one-for-one (`concurrency=(
         for arg in site.node.args:
             keyword = arg.keyword.value if arg.keyword is not None else None
             if keyword in UDF_KEYWORDS:
-                ctx.report(
-                    arg, f"`{method}({keyword}=...)` is deprecated in Ray 2.60: use {UDF_KEYWORDS[keyword]}",
-                    facts=DeprecatedName(keyword),
-                )
+                self._report(ctx, arg, site.scope, keyword, f"`{method}({keyword}=...)` is {{}}: use {UDF_KEYWORDS[keyword]}")
             elif keyword in REMOTE_ARGS_ONLY:
-                ctx.report(
-                    arg, f"`{keyword}=` goes through `**ray_remote_args`, deprecated in Ray 2.60", facts=DeprecatedName(keyword)
-                )
+                self._report(ctx, arg, site.scope, keyword, f"`{keyword}=` goes through `**ray_remote_args`, {{}}")
             elif keyword == "expr" and method == "filter" and isinstance(arg.value, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
-                ctx.report(
-                    arg, "String expressions in `filter(expr=...)` are deprecated in Ray 2.60: use `col(...)`",
-                    facts=DeprecatedName(keyword),
-                )
+                self._report(ctx, arg, site.scope, keyword, "String expressions in `filter(expr=...)` are {}: use `col(...)`")
 
     def _keywords(self, ctx: Context, site: CallSite, method: str, keywords: dict[str, str]) -> None:
         for name, instead in keywords.items():
             value = keyword_value(site.node, name)
             if value is None or (name == "parallelism" and literal_number(value) == -1):
                 continue
-            ctx.report(value, f"`{method}({name}=...)` is deprecated in Ray 2.60: use {instead}", facts=DeprecatedName(name))
+            self._report(ctx, value, site.scope, name, f"`{method}({name}=...)` is {{}}: use {instead}")
 
     def _min_parallelism(self, ctx: Context, model: SemanticModel) -> None:
         """`<DataContext>.min_parallelism = ...`, on `DataContext.get_current()` or a name bound only to it."""
@@ -333,10 +345,21 @@ There is no automatic fix: most replacements are not one-for-one (`concurrency=(
             if store.kind != "assign" or not isinstance(target, cst.Attribute) or target.attr.value != "min_parallelism":
                 continue
             if _is_data_context(model, target.value, store):
-                ctx.report(
-                    target, "`DataContext.min_parallelism` is deprecated in Ray 2.60: use `read_op_min_num_blocks`",
-                    facts=DeprecatedName("min_parallelism"),
+                self._report(
+                    ctx, target, store.scope, "min_parallelism", "`DataContext.min_parallelism` is {}: use `read_op_min_num_blocks`"
                 )
+
+    def _report(self, ctx: Context, node: cst.CSTNode, scope: Scope, name: str, message: str) -> None:
+        """Report `name` where the project runs a Ray that deprecates it, and every Ray it allows has the
+        replacement; not in code kept for other versions (`if RAY_VERSION >= ...:`). `message` has a `{}`
+        for "deprecated since Ray 2.51"."""
+        since = DEPRECATED_SINCE.get(name, CHECKED_RELEASE)
+        if not (self.ray_versions.may_run(since) and self.ray_versions.always_runs(since)):
+            return
+        if ctx.model.version_gated(node, scope):
+            return
+        when = f"deprecated since Ray {since}" if name in DEPRECATED_SINCE else f"deprecated in Ray {CHECKED_RELEASE}"
+        ctx.report(node, message.format(when), facts=DeprecatedName(name))
 
 
 def _is_data_context(model: SemanticModel, expr: cst.BaseExpression, store: Store) -> bool:

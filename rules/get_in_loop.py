@@ -197,18 +197,21 @@ batch of parallel tasks is a choice); here it is, unless a result feeds the next
 0 address handed to the later actors), the loop kills its actors, or the handle was fetched (an
 actor borrowed from a pool). No fix is offered for it.
 
-It also follows one call: a loop that calls a function which submits a task and waits for it
-(outside any loop of its own) is reported at the call in the loop, with the function's name: a
-module-level function of the same file or imported from another module of the project
-(`fetch(x)`), or a method of a plain class called on each element of a list or dict of its
-instances (`[w.get_attr(k) for w in self.workers]`, where `RayWorker.get_attr` does
-`ray.get(self.actor.get_attr.remote(k))`). Have the function return the ref, and call `ray.get`
-once after the loop. Not reported: a function that waits on an actor it was handed (a counter,
-a buffer), a method called on one object (its calls go to one actor), and a function that reads a
-small fact (`get_master_port`, or a method like `get_rank` on the actor). A function of another
-module is known from the project's facts (`waits:<name>`): ray-lint summarises the module that
-defines it. Like every finding of this rule, it is looked for only in modules that submit Ray calls
-themselves (a `.remote(` call): the pre-filter that keeps ray-lint fast.
+It also follows calls: a loop that calls a function which submits a task and waits for it
+(outside any loop of its own) is reported at the call in the loop, naming the function that holds
+the get (of this module; else the one called): a module-level function of the same file or imported
+from another module of the project (`fetch(x)`), or a method of a plain class called on each element of a list or dict of
+its instances (`[w.get_attr(k) for w in self.workers]`, where `RayWorker.get_attr` does
+`ray.get(self.actor.get_attr.remote(k))`). A function that calls such a function of its own module
+(a helper, or a method of `self`) outside any loop waits too, up to three calls deep
+(`score_and_log(p)` calls `score_one(p)`, which gets). Have the function return the ref, and call
+`ray.get` once after the loop. Not reported: a function that waits on an actor it was handed (a
+counter, a buffer), a method called on one object (its calls go to one actor), a function that
+reads a small fact (`get_master_port`, or a method like `get_rank` on the actor), and a chain whose
+result feeds the next call (`state = fit_logged(state, batch)`). A function of another module is
+known from the project's facts (`waits:<name>`): ray-lint summarises the module that defines it.
+Like every finding of this rule, it is looked for only in modules that submit Ray calls themselves
+(a `.remote(` call): the pre-filter that keeps ray-lint fast.
 
 The diagnostic is reported on the line of the `ray.get` call (or of the `await`, or of the helper
 call); put a `# noqa: RAY001` there.
@@ -355,6 +358,19 @@ the statement that replaces it.
             "import ray\nfrom ray import serve\nfor name in names:\n    handle = serve.get_app_handle(name)\n"
             "    print(ray.get(handle.remote(1)))\n",
             "a Ray Serve handle",
+        ),
+        Valid(
+            "import ray\n\ndef fit_one(state, batch):\n    return ray.get(fit.remote(state, batch))\n\n"
+            "def fit_logged(state, batch):\n    state = fit_one(state, batch)\n    log(state)\n    return state\n\n"
+            "for batch in batches:\n    state = fit_logged(state, batch)\n",
+            "two calls away, each call still needs the previous result",
+        ),
+        Valid(
+            "import ray\n\nclass Worker:\n    def __init__(self):\n        self.actor = Env.remote()\n\n"
+            "    def step(self, a):\n        return ray.get(self.actor.step.remote(a))\n\n"
+            "    def act(self, a):\n        out = self.step(a)\n        log(out)\n        return out\n\n"
+            "w = Worker()\nfor a in actions:\n    w.act(a)\n",
+            "a method that calls the waiting one, on one object: its calls go to one actor",
         ),
         Valid(
             "import ray\n\ndef process(path, counter):\n    seen = ray.get(counter.increment.remote(1))\n    return load(path, seen)\n\n"
@@ -590,6 +606,13 @@ the statement that replaces it.
             "import ray\n\ndef run_one(x):\n    ref = f.remote(x)\n    return ray.get(ref)\n\nresults = [run_one(x) for x in xs]\n",
             7,
             note="a one-level helper that submits and waits, called in a loop",
+        ),
+        Invalid(
+            "import ray\n\ndef score_one(path):\n    return ray.get(score.remote(path))\n\n"
+            "def score_and_log(path):\n    value = score_one(path)\n    log(path, value)\n    return value\n\n"
+            "values = [score_and_log(p) for p in paths]\n",
+            11,
+            note="a helper of a helper: reported at the call in the loop, naming `score_one`, which holds the get",
         ),
         Invalid("import ray as r\ni = 0\nwhile i < n:\n    print(r.get(f.remote(i)))\n    i += 1\n", 4),
         Invalid("from ray import get as fetch\nfor x in xs:\n    print(fetch(f.options(num_cpus=2).remote(x)))\n", 3),

@@ -10,6 +10,9 @@ from ray_lint.libraries import DATA_TOKENS, keyword_value
 from ray_lint.python_model import literal_number, literal_string
 from ray_lint.rule import Context, Invalid, Rule, Valid
 
+# Ray Data refuses GPU `map_batches` without a batch size since Ray 2.5 ("strict mode"; ray-project/ray#34588).
+REFUSED_SINCE = "2.5"
+
 
 class MissingBatchSizeExperiment(ReproductionExperiment[None]):
     """`map_batches` asked for a GPU with no `batch_size`, and with one. Ray 2.60 checks the call itself,
@@ -37,9 +40,6 @@ class GpuMapBatchesWithoutBatchSize(Rule):
     message = "`map_batches` requests GPUs without an integer `batch_size`, which Ray Data refuses"
     severity = Severity.ERROR
     category = "api-misuse"
-    # Ray Data raises only since it stopped defaulting GPU batches to 4096 rows: both findings on the
-    # real-code corpus were in a notebook that pins Ray 2.2, where the code runs.
-    preview = True
     tokens = ("map_batches",)
     also_tokens = DATA_TOKENS
     experiment = MissingBatchSizeExperiment()
@@ -61,9 +61,12 @@ ray-lint is silent when `num_gpus` or `batch_size` is a variable or comes throug
 (a config may set them), for `num_gpus=0`, and for `map`, `flat_map` and `filter`, which take
 no batch size.
 
-It is in preview: Ray Data refuses the call only in recent versions (older ones defaulted GPU
-batches to 4,096 rows), and ray-lint does not read the version a project pins. Both findings on 43
-public projects were in a notebook pinned to Ray 2.2, where the code runs.
+Ray Data refuses the call since Ray 2.5 (older versions defaulted GPU batches to 4,096 rows), so
+ray-lint is silent where the project runs only older Ray: it reads the Ray a project declares
+(`pyproject.toml`, `requirements*.txt`, a notebook's `!pip install "ray==2.2.0"`, or
+`ray-version` in the config; see the configuration docs), and skips branches of a version test
+(`if ray.__version__ < "2.5":`). On 43 public projects its only two findings were in a notebook
+that installs Ray 2.2, where the code runs; reading that pin silenced both.
 
 ## Example
 ```python
@@ -113,6 +116,13 @@ There is no fix: the batch size depends on the model and the GPU.
             "import ray\n\nds = ray.data.range(10).map_batches(Predictor, batch_size='auto')\n",
             "a CPU batch transform",
         ),
+        Valid(
+            "import ray\nfrom packaging.version import Version\n\n"
+            "if Version(ray.__version__) < Version('2.5'):\n"
+            "    ds = ds.map_batches(Predictor, num_gpus=1)\n"
+            "else:\n    ds = ds.map_batches(Predictor, num_gpus=1, batch_size=64)\n",
+            "a branch kept for Ray before 2.5, where GPU batches defaulted to 4,096 rows",
+        ),
     ]
     INVALID = [
         Invalid("import ray\n\nds = ray.data.range(10).map_batches(Predictor, num_gpus=1)\n", 3),
@@ -152,4 +162,5 @@ There is no fix: the batch size depends on the model and the GPU.
                 shown = '`batch_size="auto"`'
             else:
                 continue
-            ctx.report(call, f"`map_batches` requests `num_gpus={gpus:g}` with {shown}: Ray Data raises ValueError")
+            if self.ray_versions.may_run(REFUSED_SINCE) and not ctx.model.version_gated(call, site.scope):
+                ctx.report(call, f"`map_batches` requests `num_gpus={gpus:g}` with {shown}: Ray Data raises ValueError")

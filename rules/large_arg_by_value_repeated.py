@@ -13,8 +13,6 @@ from ray_lint.python_model import Binding, CallSite, Loop, Scope, block_statemen
 from ray_lint.rule import Context, FixPlan, Invalid, Rule, Valid
 from ray_lint.sizes import ALLOCATION_TOKENS, LARGE_OBJECT_OPTION, LOADER_TOKENS, LOADERS_OPTION, Size, size_of, threshold_bytes
 
-# Text a file needs for `size_of` to fold anything in it: the allocators `ray_lint.sizes` knows, the
-# repetitions `b"x" * n` / `[0] * n`, and the `# ray-lint: large` marker.
 # Methods that only read the object they are called on: calling one in the loop leaves it unchanged.
 READING_METHODS = frozenset(
     {
@@ -27,7 +25,6 @@ READING_METHODS = frozenset(
 READING_FUNCTIONS = frozenset({"len", "print", "str", "repr", "id", "type", "isinstance", "hash", "format", "bool"})
 
 
-# A buffer that pickles out of band, as a numpy array does: a task reads it from the object store without a copy.
 class LargeArgByValueRepeatedExperiment(Experiment[None]):
     """One 16 MiB array passed by value to 10 tasks against `ray.put` once and its ref passed to the
     same 10 tasks (the fix). It needs nothing of the finding: the model's size stays modest whatever
@@ -98,8 +95,13 @@ ray-lint is silent when:
 - `X` is rebound in the loop, or may change in it (an item or attribute assignment, an
   in-place method such as `X.fill(0)`, or `X` handed to another function): each call then
   sends a different value, which one `ray.put` would not;
-- the size of `X` is not in the code (a function's result, a file load, a parameter), or is
-  below the threshold: small arguments are inlined in the task spec and cheap;
+- the size of `X` is not in the code, or is below the threshold: small arguments are inlined in
+  the task spec and cheap. A parameter (a batch or dataset a caller in another module hands in),
+  an attribute, a raw file read (`open(path).read()`, `json.load`: configs and prompt templates
+  are read so too) and the result of a function that is not a data loader are of unknown size;
+  mark one `# ray-lint: large` when it is large;
+- `X` is a Hugging Face dataset (`datasets.load_dataset`, `load_from_disk`): its Arrow table is
+  memory-mapped and pickles as its file's path, not its rows;
 - `.remote` is not Ray's (the file does not import `ray` and defines no remote function).
 
 ## Example
@@ -131,6 +133,7 @@ the file, inside a lambda or a class body, or when the loop does not start its o
 
 ## Options
 - `large-object-mb`: the size, in megabytes, from which an object counts as large.
+- `large-loaders`: the data loaders whose result counts as large of unknown size (`[]`: none).
 
 ## References
 - [Anti-pattern: Passing the same large argument by value repeatedly harms performance](https://docs.ray.io/en/latest/ray-core/patterns/pass-large-arg-by-value.html)
@@ -147,6 +150,20 @@ the file, inside a lambda or a class body, or when the loop does not start its o
             "import io\nimport ray\nimport pandas as pd\n\ndef score(csv_text, models):\n"
             "    frame = pd.read_csv(io.StringIO(csv_text))\n    return [m.predict.remote(frame) for m in models]\n",
             "a frame parsed from a request's text in memory, not loaded from a file",
+        ),
+        Valid(
+            "import ray\n\ndef forward(workers, batch):\n    return ray.get([w.forward.remote(batch) for w in workers])\n",
+            "a parameter handed to every worker: how big it is, only the callers in other modules show",
+        ),
+        Valid(
+            "import ray\nfrom datasets import load_dataset\n\nprompts = load_dataset('imdb', split='train')\n"
+            "refs = [generate.remote(prompts, seed) for seed in range(8)]\n",
+            "a Hugging Face dataset is memory-mapped: it pickles as its file's path",
+        ),
+        Valid(
+            "import ray\n\nwith open('prompt.txt') as f:\n    template = f.read()\n"
+            "refs = [generate.remote(template, q) for q in questions]\n",
+            "a file read whole is of unknown size: a prompt template is read so too",
         ),
         Valid(
             "import ray\nimport numpy as np\n\nfeatures = np.load('features.npy')\nref = train.remote(features, 0)\n",

@@ -34,12 +34,16 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from ray_lint.declarations import may_declare
+
 HERE = Path(__file__).resolve().parent
 VERDICTS = ("right", "wrong", "debatable")
 COLUMNS = ("repo", "path", "line", "code", "verdict", "reason")
 MARK_LINES = 3
-# What ray-lint reads: sources, notebooks, and what decides which of them it skips.
+# What ray-lint reads: sources, notebooks, what decides which of them it skips, and the files that
+# declare the Ray a project runs (`ray_lint.declarations.may_declare`).
 KEPT_SUFFIXES = (".py", ".pyi", ".ipynb", ".gitignore", "pyproject.toml")
+EXTRACTION = "2"  # bumped when what is kept changes, so that extracted trees are exported afresh
 
 
 @dataclass(frozen=True)
@@ -87,8 +91,8 @@ def extract(mirrors: Path, work: Path, project: dict) -> Path:
     lack large blobs, so files are read one by one and missing ones skipped). The folder's name
     carries the commit and a digest of `include`/`skip`, so an edited entry is exported afresh."""
     folders = {key: project[key] for key in ("include", "skip") if key in project}
-    narrowed = f"-{hashlib.sha1(json.dumps(folders, sort_keys=True).encode()).hexdigest()[:8]}" if folders else ""
-    target = work / project["repo"].replace("/", "+") / (project["commit"][:12] + narrowed)
+    digest = hashlib.sha1(json.dumps([EXTRACTION, folders], sort_keys=True).encode()).hexdigest()[:8]
+    target = work / project["repo"].replace("/", "+") / f"{project['commit'][:12]}-{digest}"
     if (target / ".extracted").exists():
         return target
     git = ["git", "--git-dir", str(git_dir(mirrors, project.get("mirror", project["repo"])))]
@@ -102,7 +106,7 @@ def extract(mirrors: Path, work: Path, project: dict) -> Path:
         path = name.decode("utf-8", "surrogateescape")
         if not exported(project, path):
             continue
-        if kind == b"blob" and mode != b"120000" and path.endswith(KEPT_SUFFIXES):
+        if kind == b"blob" and mode != b"120000" and (path.endswith(KEPT_SUFFIXES) or may_declare(path.rsplit("/", 1)[-1])):
             wanted.append((blob.decode(), path))
     batch = subprocess.run(
         [*git, "cat-file", "--batch"], input="".join(f"{blob}\n" for blob, _ in wanted).encode(), check=True, capture_output=True

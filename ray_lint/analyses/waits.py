@@ -8,7 +8,9 @@ same body, to a task, to an actor the function creates, or, for a method, to an 
 (`self.actor`): not to an actor the caller hands in (its calls queue on that actor whatever the caller
 does), not to a method that blocks on purpose or reads a small fact (`blocks_or_reads`), not in a function
 whose own name says it reads one (`get_master_port`), and not after a `ray.wait` with a timeout on the
-same ref.
+same ref. A function that calls such a function of its own module (a helper, or a method of `self`),
+outside any loop of its own, waits too, up to `MAX_CALL_DEPTH` calls deep (`score_and_log` calls
+`score_one`, which gets): its summary keeps the get it reaches.
 
 A wider summary serves RAY006: a synchronous function *blocks* when it calls `ray.get` or `ray.wait`
 anywhere in its body (not only in an `except` fallback, not polling with `timeout=0`), whatever it waits
@@ -35,6 +37,7 @@ from ray_lint.model import SemanticModel
 from ray_lint.python_model import AFTER_ALL, Binding, CallSite, ClassInfo, FunctionInfo, Scope, is_name, literal_number, names_read, root_name
 
 MAX_DEPTH = 4  # how many assignments a collection of instances is followed through
+MAX_CALL_DEPTH = 3  # how many calls deep a wait is followed inside one module (the get's own function is 1)
 
 
 @dataclass(frozen=True)
@@ -88,27 +91,19 @@ def waiter_called(model: SemanticModel, site: CallSite, *, instances_only: bool 
     func = site.node.func
     functions = blocking_functions(model) if blocks else waiting_functions(model)
     fact = "blocks" if blocks else "waits"
+    if isinstance(func, cst.Name) or (not instances_only and _on_self(func)):
+        local = _local_callee(model, site, functions)
+        if local is not None:
+            return Waiter(_holder(model, *local), local[1])
     if isinstance(func, cst.Name):
         binding = model.reaching_binding(func.value, site.scope, site.index)
-        if binding is None:
-            return None
-        if binding.kind == "def" and id(binding.node) in functions:
-            key, get = functions[id(binding.node)]
-            return Waiter(key, get)
-        if binding.kind == "import" and func.value[:1].islower() and not from_library(binding):
+        if binding is not None and binding.kind == "import" and func.value[:1].islower() and not from_library(binding):
             return Waiter(binding.imported or func.value, requires=(f"{fact}:{func.value}",))
         return None
-    if not isinstance(func, cst.Attribute):
+    if not isinstance(func, cst.Attribute) or _on_self(func):
         return None
     method = func.attr.value
     receiver = func.value
-    if not instances_only and isinstance(receiver, cst.Name) and receiver.value == "self":
-        owner = _own_class(model, site.scope)
-        info = model.method(owner, method) if owner is not None else None
-        if info is not None and id(info.node) in functions:
-            key, get = functions[id(info.node)]
-            return Waiter(key, get)
-        return None
     cls = _element_class(model, receiver, site) if instances_only else _instance_class(model, receiver, site)
     if cls is None:
         return None
@@ -135,8 +130,7 @@ class _Waiting:
         self.blocking: dict[int, tuple[str, CallSite]] = {}
         for name in ("ray.get", "ray.wait"):
             for get in model.calls_to(name):
-                scope = get.scope.function
-                info = model.function_info(scope.node) if scope is not None and scope.kind == "function" else None  # type: ignore[arg-type]
+                info = _function_of(model, get.scope)
                 if info is None or info.is_async or polls(get.node):
                     continue
                 key = _key(model, info, actors=True)
@@ -149,6 +143,28 @@ class _Waiting:
                     continue
                 if _waits_on_own_submission(model, info, get):
                     self.functions[id(info.node)] = (key, get)
+        self._follow_calls(model)
+
+    def _follow_calls(self, model: SemanticModel) -> None:
+        """Add the functions that call one of the module's waiters (a helper, or a method of `self`) in their
+        own body, outside any loop: each round goes one call further out, up to `MAX_CALL_DEPTH`."""
+        for _ in range(MAX_CALL_DEPTH - 1 if self.functions else 0):  # most modules have no waiter to follow
+            found: dict[int, tuple[str, CallSite]] = {}
+            for site in model.calls:
+                info = _function_of(model, site.scope)
+                if info is None or site.loop is not None or site.scope is not info.scope or id(info.node) in self.functions:
+                    continue
+                if info.is_async or not (isinstance(site.node.func, cst.Name) or _on_self(site.node.func)):
+                    continue
+                callee = _local_callee(model, site, self.functions)
+                if callee is None or model.remote_of_scope(info.scope) is not None or _named_as_fact(info.node.name.value):
+                    continue
+                key = _key(model, info)
+                if key is not None:
+                    found.setdefault(id(info.node), (key, callee[1]))
+            if not found:
+                return
+            self.functions.update(found)
 
 
 def from_library(binding: Binding) -> bool:
@@ -223,9 +239,36 @@ def _assigned(model: SemanticModel, expr: cst.BaseExpression, site: CallSite) ->
     return binding.value if binding is not None and binding.kind == "assign" else None
 
 
-def _own_class(model: SemanticModel, scope: Scope) -> ClassInfo | None:
+def _on_self(func: cst.BaseExpression) -> bool:
+    """`self.method`: a method of the caller's own class."""
+    return isinstance(func, cst.Attribute) and is_name(func.value, "self")
+
+
+def _local_callee(model: SemanticModel, site: CallSite, functions: dict[int, tuple[str, CallSite]]) -> tuple[str, CallSite] | None:
+    """The entry of `functions` that `site` calls: a function of this module by name, or a method of `self`."""
+    func = site.node.func
+    if isinstance(func, cst.Name):
+        binding = model.reaching_binding(func.value, site.scope, site.index)
+        return functions.get(id(binding.node)) if binding is not None and binding.kind == "def" else None
+    owner = _own_class(model, site.scope) if _on_self(func) else None
+    info = model.method(owner, func.attr.value) if owner is not None else None  # type: ignore[union-attr]
+    return functions.get(id(info.node)) if info is not None else None
+
+
+def _holder(model: SemanticModel, key: str, get: CallSite) -> str:
+    """The key of the function that holds `get`: where a function that calls other waiters waits."""
+    info = _function_of(model, get.scope)
+    return (_key(model, info, actors=True) if info is not None else None) or key
+
+
+def _function_of(model: SemanticModel, scope: Scope) -> FunctionInfo | None:
+    """The function (not a lambda) whose body holds `scope`, comprehensions included."""
     function = scope.function
-    info = model.function_info(function.node) if function is not None else None  # type: ignore[arg-type]
+    return model.function_info(function.node) if function is not None and function.kind == "function" else None  # type: ignore[arg-type]
+
+
+def _own_class(model: SemanticModel, scope: Scope) -> ClassInfo | None:
+    info = _function_of(model, scope)
     return info.owner if info is not None else None
 
 

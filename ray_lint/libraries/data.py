@@ -17,6 +17,11 @@ DATASET_TRANSFORMS = frozenset({
     "materialize", "limit", "union", "zip", "sort", "random_sample", "unique_rows",
 })
 UDF_METHODS = frozenset({"map", "map_batches", "flat_map", "filter"})
+# Keywords of `Dataset.map_batches` that no other library's `map_batches` (Polars, ...) takes.
+RAY_DATA_MAP_BATCHES_KEYWORDS = frozenset({
+    "fn_constructor_kwargs", "fn_constructor_args", "num_gpus", "accelerator_type", "compute", "concurrency",
+    "batch_format", "zero_copy_batch",
+})
 # The dataset classes a parameter's annotation may name.
 DATASET_CLASSES = frozenset({
     "ray.data.Dataset", "ray.data.dataset.Dataset", "ray.data.MaterializedDataset", "ray.data.dataset.MaterializedDataset",
@@ -79,12 +84,21 @@ class DatasetFacts:
         return name in DATASET_CLASSES
 
     def calls(self, methods: frozenset[str]) -> Iterator[tuple[CallSite, str]]:
-        """Calls `ds.<method>(...)` of one of `methods` on a dataset, with the method's name."""
+        """Calls `ds.<method>(...)` of one of `methods` on a dataset, with the method's name; a `map_batches`
+        call with a keyword only Ray Data's takes counts in a module that imports Ray, even where `ds` cannot
+        be traced (a parameter, an attribute)."""
         for method in sorted(methods):
             for site in self.model.calls_by_tail.get(method, ()):
                 func = site.node.func
-                if isinstance(func, cst.Attribute) and self.is_dataset(func.value, site.scope, site.index):
+                if isinstance(func, cst.Attribute) and (
+                    self.is_dataset(func.value, site.scope, site.index) or (method == "map_batches" and self._ray_data_call(site.node))
+                ):
                     yield site, method
+
+    def _ray_data_call(self, call: cst.Call) -> bool:
+        return self.model.imports_module("ray") and any(
+            arg.keyword is not None and arg.keyword.value in RAY_DATA_MAP_BATCHES_KEYWORDS for arg in call.args
+        )
 
 
 def udf_of(call: cst.Call) -> cst.BaseExpression | None:

@@ -77,7 +77,7 @@ def backfill(sink) -> None:
 def backfill_bounded() -> None:
     sink = BoundedSink.remote()
     for i in range(20000):
-        sink.write.remote({"id": i})
+        sink.write.remote({"id": i})  # expect: RAY020
 
 
 def backfill_in_batches(sink) -> None:

@@ -1,0 +1,79 @@
+"""Where a project declares the Ray it runs: the files, found and read, not yet understood.
+
+ray-lint reads the project's own declaration of Ray, nearest first, from a file's directory up to the
+repository's top (a directory with `.git`): `pyproject.toml`, `requirements*.txt`, `setup.py`,
+`setup.cfg`, a `Dockerfile` or `Containerfile`, and in a notebook its own `!pip install` lines. This
+module only finds those files and keeps their text: the text is part of the settings' fingerprint, so
+a changed pin invalidates the cache, while a run whose files all hit the cache never parses a
+requirement (`ray_lint.ray_version` does, with `packaging`, when a rule needs the answer).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+NOTEBOOK_INSTALL = "notebook"  # the file name a notebook's own `!pip install` lines go by
+# A word `ray` (not `array`, `ray-lint` or `ray_lint`): a file without one declares nothing about Ray.
+_RAY_WORD = re.compile(r"(?<![\w-])ray(?![\w-])")
+_PIP_INSTALL = re.compile(r"^\s*[%!]\s*(?:python\d*\s+-m\s+)?(?:pip3?|uv\s+pip)\s+install\b")
+
+
+@dataclass(frozen=True)
+class Declaration:
+    """The files of one directory (or a notebook's install lines) that may declare Ray: (file name, text)."""
+
+    where: str  # the directory's name, or the notebook's
+    files: tuple[tuple[str, str], ...]
+
+    def describe(self) -> str:
+        return ", ".join(f"{self.where}/{name}" if self.where else name for name, _ in self.files)
+
+
+def may_declare(name: str) -> bool:
+    """Whether a file of this name may declare the Ray a project runs."""
+    lowered = name.lower()
+    return (
+        name in ("pyproject.toml", "setup.py", "setup.cfg")
+        or (lowered.startswith("requirements") and lowered.endswith(".txt"))
+        or lowered.startswith(("dockerfile", "containerfile"))
+    )
+
+
+class Declarations:
+    """The nearest declaration of Ray for each directory, remembering every directory's answer."""
+
+    def __init__(self) -> None:
+        self._by_directory: dict[Path, Declaration | None] = {}
+
+    def for_directory(self, directory: Path) -> Declaration | None:
+        if directory not in self._by_directory:
+            here = declaration_in(directory)
+            if here is None and not (directory / ".git").exists() and directory.parent != directory:
+                here = self.for_directory(directory.parent)
+            self._by_directory[directory] = here
+        return self._by_directory[directory]
+
+
+def declaration_in(directory: Path) -> Declaration | None:
+    """The files of one directory that name Ray, or None when none does."""
+    try:
+        names = sorted(entry.name for entry in directory.iterdir() if may_declare(entry.name))
+    except OSError:
+        return None
+    files = []
+    for name in names:
+        try:
+            text = (directory / name).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        if _RAY_WORD.search(text):
+            files.append((name, text))
+    return Declaration(directory.name, tuple(files)) if files else None
+
+
+def notebook_declaration(magic_lines: list[str]) -> Declaration | None:
+    """A notebook's own `!pip install ...` / `%pip install ...` lines that name Ray."""
+    installs = [line for line in magic_lines if _PIP_INSTALL.match(line) and _RAY_WORD.search(line)]
+    return Declaration("", ((NOTEBOOK_INSTALL, "\n".join(installs)),)) if installs else None
