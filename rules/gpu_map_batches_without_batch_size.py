@@ -42,6 +42,7 @@ class GpuMapBatchesWithoutBatchSize(Rule):
     category = "api-misuse"
     tokens = ("map_batches",)
     also_tokens = DATA_TOKENS
+    anchor_tokens = ("num_gpus",)  # the call requests GPUs with a literal `num_gpus`
     experiment = MissingBatchSizeExperiment()
     docs = """
 ## What it does
