@@ -43,6 +43,9 @@ Facts = TypeVar("Facts")
 # How long a model waits on work that can never be scheduled (an infeasible or pinned request) before
 # it calls it pending: Ray would schedule feasible work on an idle cluster in milliseconds.
 PENDING_S = 2
+# How long a model waits for feasible work, the fixed form's, before it calls it pending: a worker starts in
+# about a second on an idle machine, several on a loaded one, and `ray.wait` returns as soon as it is ready.
+SCHEDULED_S = 30
 
 # What an experiment decides; the verdict then says what ran (see `Verdict.status`).
 Outcome = Literal["confirmed", "reproduced", "not reproduced", "inconclusive"]

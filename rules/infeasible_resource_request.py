@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from ray_lint.diagnostics import Severity
-from ray_lint.experiment import PENDING_S, Plan, ReproductionExperiment, Subject, Variant, script
+from ray_lint.experiment import PENDING_S, SCHEDULED_S, Plan, ReproductionExperiment, Subject, Variant, script
 from ray_lint.model import RemoteDef, SemanticModel
 from ray_lint.python_model import CallSite, literal_number, literal_string
 from ray_lint.ray_api import (
@@ -96,7 +96,7 @@ class InfeasibleResourceRequestExperiment(ReproductionExperiment[ShortfallFacts]
             need = f"STRICT_SPREAD puts each of the {facts.count} bundles on its own node, and there is one"
             return Plan(
                 Variant("STRICT_SPREAD", script(GROUP.format(bundles=bundles, strategy="STRICT_SPREAD", wait=PENDING_S, need=need))),
-                Variant("PACK", script(GROUP.format(bundles=bundles, strategy="PACK", wait=PENDING_S + 2, need=""))),
+                Variant("PACK", script(GROUP.format(bundles=bundles, strategy="PACK", wait=SCHEDULED_S, need=""))),
                 "modelled",
                 f"a placement group of {facts.count} small bundles on this one-node cluster, STRICT_SPREAD and PACK",
             )
@@ -114,7 +114,7 @@ class InfeasibleResourceRequestExperiment(ReproductionExperiment[ShortfallFacts]
             flagged, fixed = _request(facts.resource, asked), _request(facts.resource, fits)
             return Plan(
                 Variant(flagged, script(TASK.format(make=_make(flagged), wait=PENDING_S, need=need))),
-                Variant(fixed or "no request", script(TASK.format(make=_make(fixed), wait=PENDING_S + 2, need=""))),
+                Variant(fixed or "no request", script(TASK.format(make=_make(fixed), wait=SCHEDULED_S, need=""))),
                 "modelled",
                 f"a stand-in task given {flagged}{scaled}, and given {fixed or 'nothing'}, which both nodes have",
             )
@@ -122,7 +122,7 @@ class InfeasibleResourceRequestExperiment(ReproductionExperiment[ShortfallFacts]
         flagged, fixed = _bundles(facts.resource, asked, count), _bundles(facts.resource, fits, count)
         return Plan(
             Variant(flagged, script(GROUP.format(bundles=flagged, strategy="PACK", wait=PENDING_S, need=need))),
-            Variant(fixed, script(GROUP.format(bundles=fixed, strategy="PACK", wait=PENDING_S + 2, need=""))),
+            Variant(fixed, script(GROUP.format(bundles=fixed, strategy="PACK", wait=SCHEDULED_S, need=""))),
             "modelled",
             f"a placement group of bundles {flagged}{scaled}, and of {fixed}, which both nodes have",
         )

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from ray_lint.diagnostics import Severity
-from ray_lint.experiment import PENDING_S, Plan, ReproductionExperiment, Subject, Variant, script
+from ray_lint.experiment import PENDING_S, SCHEDULED_S, Plan, ReproductionExperiment, Subject, Variant, script
 from ray_lint.model import SemanticModel
 from ray_lint.python_model import CallSite, iter_subtree, literal_string
 from ray_lint.ray_api import (
@@ -104,13 +104,13 @@ class NodeIpResourcePinningExperiment(ReproductionExperiment[PinFacts]):
         if facts.bundle:
             return Plan(
                 Variant(f"bundle pinned to {key}", script(GROUP.format(key=key, gone=GONE_NODE, wait=PENDING_S))),
-                Variant("the bundle unpinned", script(GROUP.format(key="", gone=GONE_NODE, wait=PENDING_S + 2))),
+                Variant("the bundle unpinned", script(GROUP.format(key="", gone=GONE_NODE, wait=SCHEDULED_S))),
                 "modelled",
                 f"a placement group whose bundle asks for {key!r}, a node that is gone (not in this cluster), and the same bundle without it",
             )
         return Plan(
             Variant(f"resources={{{key!r}: 0.01}}", script(PINNED_TASK.format(key=key, gone=GONE_NODE, wait=PENDING_S))),
-            Variant("soft node affinity", script(SOFT_TASK.format(wait=PENDING_S + 2))),
+            Variant("soft node affinity", script(SOFT_TASK.format(wait=SCHEDULED_S))),
             "modelled",
             f"a stand-in task pinned to {key!r}, a node that is gone (not in this cluster), and the same task "
             "given NodeAffinitySchedulingStrategy(<that node's id>, soft=True)",

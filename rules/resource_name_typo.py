@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from ray_lint.diagnostics import Applicability, Severity
-from ray_lint.experiment import PENDING_S, Plan, ReproductionExperiment, Subject, Variant, script
+from ray_lint.experiment import PENDING_S, SCHEDULED_S, Plan, ReproductionExperiment, Subject, Variant, script
 from ray_lint.model import SemanticModel
 from ray_lint.python_model import CallSite, literal_number
 from ray_lint.ray_api import (
@@ -102,7 +102,7 @@ class ResourceNameTypoExperiment(ReproductionExperiment[TypoFacts]):
             fixed = "{" + ", ".join(f"{key!r}: {quantity}" for key, quantity in renamed.items()) + "}"
             return Plan(
                 Variant(flagged, script(GROUP.format(keys=keys, bundle=flagged, wait=PENDING_S))),
-                Variant(fixed, script(GROUP.format(keys=list(renamed), bundle=fixed, wait=PENDING_S + 2))),
+                Variant(fixed, script(GROUP.format(keys=list(renamed), bundle=fixed, wait=SCHEDULED_S))),
                 "modelled",
                 f"a placement group of one bundle {flagged}, and of {fixed} (CPUs and GPUs at most what this cluster has)",
             )
@@ -112,7 +112,7 @@ class ResourceNameTypoExperiment(ReproductionExperiment[TypoFacts]):
         data = " (Ray Data makes its tasks with `ray.remote(**ray_remote_args)`)" if facts.where == "data" else ""
         return Plan(
             Variant(flagged, script(TASK.format(keys=keys, options=flagged, wait=PENDING_S))),
-            Variant(fixed, script(TASK.format(keys=list(moved), options=fixed, wait=PENDING_S + 2))),
+            Variant(fixed, script(TASK.format(keys=list(moved), options=fixed, wait=SCHEDULED_S))),
             "modelled",
             f"a stand-in task given {flagged}{data}, and the same with {fixed} (CPUs and GPUs at most what this cluster has)",
         )
