@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from ray_lint.diagnostics import Severity
-from ray_lint.experiment import Plan, ReproductionExperiment, Subject, Variant, script
+from ray_lint.experiment import SCHEDULED_S, Plan, ReproductionExperiment, Subject, Variant, script
 from ray_lint.model import RemoteDef, SemanticModel
 from ray_lint.python_model import (
     AFTER_ALL,
@@ -104,7 +104,7 @@ class BusyLoopExperiment(ReproductionExperiment[BusyLoopFacts]):
             f"    def {other}(self):\n{act}        return self.ray_lint_turns\n\n"
         )
         after = (
-            f"    ray.get(loop, timeout={self.TIMEOUT_S})\n"
+            f"    ray.get(loop, timeout={SCHEDULED_S})\n"
             f"    __ray_lint_evidence__ = {{'right': '`{other}` ran after ' + waited + ' and `{method}` returned'}}\n"
             if flag is not None
             else f"    __ray_lint_evidence__ = {{'right': '`{other}` ran after ' + waited + ' while `{method}` kept looping'}}\n"
@@ -115,10 +115,10 @@ class BusyLoopExperiment(ReproductionExperiment[BusyLoopFacts]):
             "time.sleep(0.3)  # the loop is running\n"
             "start = time.perf_counter()\n"
             "try:\n"
-            f"    ray.get(looper.{other}.remote(), timeout={self.TIMEOUT_S})\n"
+            f"    ray.get(looper.{other}.remote(), timeout=WAIT_S)\n"
             "except ray.exceptions.GetTimeoutError:\n"
             "    __ray_lint_evidence__ = {\n"
-            f"        'wrong': '`{other}` still pending after {self.TIMEOUT_S:g} s: the actor never left `{method}`'\n"
+            f"        'wrong': '`{other}` still pending after WAIT_S s: the actor never left `{method}`'\n"
             "    }\n"
             "else:\n"
             "    waited = f'{time.perf_counter() - start:.2f} s'\n"
@@ -127,8 +127,9 @@ class BusyLoopExperiment(ReproductionExperiment[BusyLoopFacts]):
         )
         loops = f"until `{other}` changes `self.{flag}`" if flag is not None else "forever"
         return Plan(
-            Variant("sync actor", script(actor.replace("{options}", "") + calls)),
-            Variant("threaded actor", script(actor.replace("{options}", "(max_concurrency=2)") + calls)),
+            # the threaded actor's call may wait longer: it returns as soon as it ran, in well under a second
+            Variant("sync actor", script(actor.replace("{options}", "") + calls.replace("WAIT_S", f"{self.TIMEOUT_S:g}"))),
+            Variant("threaded actor", script(actor.replace("{options}", "(max_concurrency=2)") + calls.replace("WAIT_S", f"{SCHEDULED_S:g}"))),
             "modelled",
             f"an actor whose `{method}` loops {loops}, then a call of `{other}` waited for {self.TIMEOUT_S:g} s",
         )
