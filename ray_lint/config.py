@@ -115,7 +115,8 @@ def parse_layer(data: dict[str, Any], origin: str, root: Path) -> Layer:
     if ray_version is not None:
         if not isinstance(ray_version, str):
             raise ConfigError(f"{origin}: `ray-version` must be a string such as \">=2.40\"")
-        from ray_lint.ray_version import RayVersionError, checked  # parses specifiers: loaded only when one is set
+        # `ray_version` parses specifiers with `packaging`: loaded only when a config sets one
+        from ray_lint.ray_version import RayVersionError, checked
 
         try:
             checked(ray_version, origin)
@@ -375,21 +376,24 @@ class Settings:
         return options
 
     @cached_property
-    def _rule_instances(self) -> dict[Declaration | None, dict[str, Rule]]:
+    def _rule_instances(self) -> dict[RayVersions, dict[str, Rule]]:
         return {}
+
+    @cached_property
+    def _project_ray_versions(self) -> RayVersions:
+        return self.ray_versions()
 
     def rules_for(self, path: Path, declared: Declaration | None = None) -> list[Rule]:
         """The rules for `path`; `declared` is what a notebook's own `!pip install ray==...` declares,
         which wins over the project's declaration (not over `ray-version`)."""
         codes = self.codes_for(path)
-        instances = self._rule_instances.get(declared)
+        versions = self._project_ray_versions if declared is None else self.ray_versions(declared)
+        instances = self._rule_instances.get(versions)
         if instances is None:
-            versions = self.ray_versions(declared)
-            instances = self._rule_instances[declared] = {
+            instances = self._rule_instances[versions] = {
                 rule.code: rule(self.rule_options.get(rule.name), versions) for rule in all_rules()
             }
         return [rule for code, rule in instances.items() if code in codes]
-
 
     @cached_property
     def _exclude(self) -> list[tuple[pathspec.PathSpec, Path]]:

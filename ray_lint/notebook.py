@@ -20,9 +20,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from ray_lint.declarations import Declaration, notebook_declaration
 from ray_lint.diagnostics import Diagnostic, Edit, Fix, Position
 from ray_lint.noqa import LINE_SPLIT
-from ray_lint.declarations import Declaration, notebook_declaration
 
 CELL_END = "# ray-lint: end of notebook cell"
 MAGIC = "pass  # ray-lint: IPython magic"

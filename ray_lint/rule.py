@@ -165,7 +165,8 @@ class Rule:
     INVALID: ClassVar[list[Invalid]] = []
 
     def __init__(self, settings: dict[str, Any] | None = None, ray_versions: RayVersions | None = None) -> None:
-        from ray_lint.ray_version import ANY_RAY  # rules are made only to lint: a full cache hit never parses a version
+        # rules are made only to lint: a run the cache answers never loads `packaging`
+        from ray_lint.ray_version import ANY_RAY
 
         self.settings = {option.name: option.default for option in self.options}
         self.settings.update(settings or {})
