@@ -10,6 +10,7 @@ requirement (`ray_lint.ray_version` does, with `packaging`, when a rule needs th
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,8 +50,9 @@ class Declarations:
 
     def for_directory(self, directory: Path) -> Declaration | None:
         if directory not in self._by_directory:
-            here = declaration_in(directory)
-            if here is None and not (directory / ".git").exists() and directory.parent != directory:
+            names = _names_in(directory)  # one listing per directory: a tree has hundreds
+            here = _declaration(directory, names)
+            if here is None and ".git" not in names and directory.parent != directory:
                 here = self.for_directory(directory.parent)
             self._by_directory[directory] = here
         return self._by_directory[directory]
@@ -58,12 +60,19 @@ class Declarations:
 
 def declaration_in(directory: Path) -> Declaration | None:
     """The files of one directory that name Ray, or None when none does."""
+    return _declaration(directory, _names_in(directory))
+
+
+def _names_in(directory: Path) -> list[str]:
     try:
-        names = sorted(entry.name for entry in directory.iterdir() if may_declare(entry.name))
+        return os.listdir(directory)
     except OSError:
-        return None
+        return []
+
+
+def _declaration(directory: Path, names: list[str]) -> Declaration | None:
     files = []
-    for name in names:
+    for name in sorted(name for name in names if may_declare(name)):
         try:
             text = (directory / name).read_text(encoding="utf-8", errors="replace")
         except OSError:
