@@ -116,10 +116,10 @@ def parse_layer(data: dict[str, Any], origin: str, root: Path) -> Layer:
         if not isinstance(ray_version, str):
             raise ConfigError(f"{origin}: `ray-version` must be a string such as \">=2.40\"")
         # `ray_version` parses specifiers with `packaging`: loaded only when a config sets one
-        from ray_lint.ray_version import RayVersionError, checked
+        from ray_lint.ray_version import RayVersionError, check_specifier
 
         try:
-            checked(ray_version, origin)
+            check_specifier(ray_version, origin)
         except RayVersionError as error:
             raise ConfigError(str(error)) from None
     per_file = data.get("per-file-ignores", {})

@@ -18,14 +18,15 @@ from pathlib import Path
 NOTEBOOK_INSTALL = "notebook"  # the file name a notebook's own `!pip install` lines go by
 # A word `ray` (not `array`, `ray-lint` or `ray_lint`): a file without one declares nothing about Ray.
 _RAY_WORD = re.compile(r"(?<![\w-])ray(?![\w-])")
-_PIP_INSTALL = re.compile(r"^\s*[%!]\s*(?:python\d*\s+-m\s+)?(?:pip3?|uv\s+pip)\s+install\b")
+# A notebook's `!pip install ...` line; the group is what it installs.
+PIP_INSTALL = re.compile(r"^\s*[%!]\s*(?:python\d*\s+-m\s+)?(?:pip3?|uv\s+pip)\s+install\b(.*)$")
 
 
 @dataclass(frozen=True)
 class Declaration:
     """The files of one directory (or a notebook's install lines) that may declare Ray: (file name, text)."""
 
-    where: str  # the directory's name, or the notebook's
+    where: str  # the directory's name ("" for a notebook's own install lines)
     files: tuple[tuple[str, str], ...]
 
     def describe(self) -> str:
@@ -84,5 +85,5 @@ def _declaration(directory: Path, names: list[str]) -> Declaration | None:
 
 def notebook_declaration(magic_lines: list[str]) -> Declaration | None:
     """A notebook's own `!pip install ...` / `%pip install ...` lines that name Ray."""
-    installs = [line for line in magic_lines if _PIP_INSTALL.match(line) and _RAY_WORD.search(line)]
+    installs = [line for line in magic_lines if PIP_INSTALL.match(line) and _RAY_WORD.search(line)]
     return Declaration("", ((NOTEBOOK_INSTALL, "\n".join(installs)),)) if installs else None

@@ -25,7 +25,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
-from ray_lint.declarations import NOTEBOOK_INSTALL, Declaration
+from ray_lint.declarations import NOTEBOOK_INSTALL, PIP_INSTALL, Declaration
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -40,7 +40,6 @@ _IMAGE = re.compile(r"^\s*FROM\s+(?:--\S+\s+)*(?:\S+/)?(?:rayproject|anyscale)/r
 _WHEEL = re.compile(r"/ray-(\d+\.\d+\.\d+)[-.]")
 _POETRY_CARET = re.compile(r"^\^(\d+)(?:\.(\d+))?(?:\.(\d+))?$")
 _POETRY_TILDE = re.compile(r"^~(\d+)\.(\d+)(?:\.(\d+))?$")
-_PIP_INSTALL = re.compile(r"^\s*[%!]\s*(?:python\d*\s+-m\s+)?(?:pip3?|uv\s+pip)\s+install\b(.*)$")
 
 
 class RayVersionError(ValueError):
@@ -91,21 +90,20 @@ class RayVersions:
 ANY_RAY = RayVersions()
 
 
-def checked(specifier: str, origin: str) -> str:
-    """A `ray-version` setting, checked: a PEP 440 specifier such as `>=2.40` or `==2.9.3`."""
+def check_specifier(specifier: str, origin: str) -> None:
+    """Raise RayVersionError unless a `ray-version` setting is a PEP 440 specifier such as `>=2.40`."""
     try:
         SpecifierSet(specifier)
     except InvalidSpecifier:
         raise RayVersionError(f"{origin}: `ray-version` must be a version specifier such as \">=2.40\" or \"==2.9.3\", not {specifier!r}") from None
-    return specifier
 
 
 def versions_declared(declaration: Declaration) -> RayVersions | None:
     """The Ray versions a declaration allows, or None when none of its files really requires Ray."""
-    found = [(specifier, name) for name, text in declaration.files for specifier in _specifiers(name, text)]
+    found = [specifier for name, text in declaration.files for specifier in _specifiers(name, text)]
     if not found:
         return None
-    return RayVersions(str(SpecifierSet(",".join(specifier for specifier, _ in found if specifier))), declaration.describe())
+    return RayVersions(str(SpecifierSet(",".join(filter(None, found)))), declaration.describe())
 
 
 def _specifiers(name: str, text: str) -> list[str]:
@@ -125,7 +123,7 @@ def _specifiers(name: str, text: str) -> list[str]:
 def _pip_install_specifiers(text: str) -> list[str]:
     found: list[str] = []
     for line in text.splitlines():
-        match = _PIP_INSTALL.match(line)
+        match = PIP_INSTALL.match(line)
         if match is None:
             continue
         try:

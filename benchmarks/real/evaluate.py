@@ -89,7 +89,8 @@ def exported(project: dict, path: str) -> bool:
 def extract(mirrors: Path, work: Path, project: dict) -> Path:
     """The project's lintable files at its pinned commit, exported once into `work` (snapshots may
     lack large blobs, so files are read one by one and missing ones skipped). The folder's name
-    carries the commit and a digest of `include`/`skip`, so an edited entry is exported afresh."""
+    carries the commit and a digest of `include`/`skip` and of `EXTRACTION`, so an edited entry, or a change
+    in what is kept, is exported afresh."""
     folders = {key: project[key] for key in ("include", "skip") if key in project}
     digest = hashlib.sha1(json.dumps([EXTRACTION, folders], sort_keys=True).encode()).hexdigest()[:8]
     target = work / project["repo"].replace("/", "+") / f"{project['commit'][:12]}-{digest}"
