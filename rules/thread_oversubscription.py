@@ -46,6 +46,7 @@ THREAD_POOLS: dict[str, tuple[int, str]] = {
 
 THREAD_PROBE = """
 import sys
+import threading
 
 
 def thread_counts(value=None):
@@ -73,9 +74,18 @@ def probe():
     value, extra = None, {{}}
 {action}
     counts = {{**thread_counts(value), **extra}}
+    # A process forked from a Ray worker keeps the worker's SIGTERM handler, which cannot run if the
+    # fork caught a lock held: close the pool with a time limit, then kill what is left of it.
+    pool, executor = getattr(value, "_pool", None), getattr(value, "_processes", None)
+    processes = [*(pool if isinstance(pool, list) else ()), *(executor.values() if isinstance(executor, dict) else ())]
     for close in ("terminate", "shutdown"):
         if callable(getattr(value, close, None)):
-            getattr(value, close)()
+            closing = threading.Thread(target=getattr(value, close), daemon=True)
+            closing.start()
+            closing.join(10)
+    for process in processes:
+        if callable(getattr(process, "kill", None)) and process.is_alive():  # a ThreadPool's workers are threads
+            process.kill()
     return {{"num_cpus": {num_cpus}, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS"), "counts": counts}}
 
 __ray_lint_evidence__ = ray.get(probe.remote())
