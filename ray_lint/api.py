@@ -431,6 +431,9 @@ def resolve(results: list[FileResult], resolver: Resolver, packages: PackageFind
     facts = ProjectFacts(frozenset().union(*(result.provides for result in results), *map(packages.facts_of, paths)))
     if any(d.conditional and undecided(d.unless, d.requires, facts) for result in results for d in result.diagnostics):
         facts = ProjectFacts(facts.facts | _read_facts(_rest_of_projects(paths, resolver), packages).facts)
+    if any(summaries_needed(d.requires, facts) for result in results for d in result.diagnostics):
+        # Which imports come from the project's own code: its packages, from the directories alone.
+        facts = ProjectFacts(facts.facts.union(*map(packages.facts_of, _rest_of_projects(paths, resolver))))
     needed: set[str] = set()
     for result in results:
         wanted = {fact for d in result.diagnostics for fact in summaries_needed(d.requires, facts)}

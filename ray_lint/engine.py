@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from ray_lint import noqa, pieces
+from ray_lint.analyses.forks import fork_facts
 from ray_lint.analyses.gpu_use import gpu_facts
 from ray_lint.analyses.waits import wait_facts
 from ray_lint.diagnostics import FILE_ERROR_CODE, Applicability, Diagnostic, Position, Timings, apply_edits, file_error
@@ -217,7 +218,7 @@ def _parse_and_run(
         if provides is not None:
             with clock("project facts"):
                 provides |= set(model.actor_facts())
-                provides |= {SUMMARISED, *gpu_facts(model, text), *wait_facts(model)}
+                provides |= {SUMMARISED, *gpu_facts(model, text), *fork_facts(model, text), *wait_facts(model)}
                 if may_give(text):
                     provides |= facts_of_calls(model.call_shapes())
         return _run_rules(model, rules, describe_line, clock)
@@ -226,7 +227,7 @@ def _parse_and_run(
 
 
 def summary_facts(text: str) -> frozenset[str]:
-    """The function summaries a module gives the project (`waits:`, `blocks:`, `gpu:` facts), from the
+    """The function summaries a module gives the project (`waits:`, `blocks:`, `gpu:`, `forks:` facts), from the
     semantic model: for a module a run did not parse, when a finding elsewhere needs one of its
     functions. Nothing for a module that cannot be parsed."""
     split = _split(text)
@@ -238,7 +239,7 @@ def summary_facts(text: str) -> frozenset[str]:
     except Exception:  # a module that does not parse or is too deep gives no facts, as in `facts_of`
         return frozenset()
     try:
-        return frozenset((*gpu_facts(model, text), *wait_facts(model)))
+        return frozenset((*gpu_facts(model, text), *fork_facts(model, text), *wait_facts(model)))
     finally:
         model.close()
 

@@ -13,9 +13,10 @@ and which front-ends that see one file at a time read with CPython's parser (`fa
 - `actor:async:<Name>`, `actor:threaded:<Name>`: the actor class `Name` runs calls concurrently;
   `actor:sync:<Name>`: it runs them one at a time;
 - `package:<name>`: a top-level package or module of the project's own code;
-- function summaries (`ray_lint.analyses.waits`, `ray_lint.analyses.gpu_use`): `waits:<key>`, the
+- function summaries (`ray_lint.analyses.waits`, `gpu_use`, `forks`): `waits:<key>`, the
   function or method `key` (`fetch`, `Client.fetch`) submits a call and waits for it; `blocks:<key>`,
-  it blocks on `ray.get`/`ray.wait`; `gpu:<name>`, the function uses a GPU. Only ray-lint's own model
+  it blocks on `ray.get`/`ray.wait`; `gpu:<name>`, the function uses a GPU; `forks:<name>`, it forks
+  a process. Only ray-lint's own model
   gives them, so a module no rule read is summarised on demand, when a finding elsewhere needs one of
   its functions (`summaries_needed`, `defines`); `summarised` says a module's summaries are among its
   facts already (it was parsed), so it is not read again for them.
@@ -63,7 +64,7 @@ class ProjectFacts:
 
 
 LONE_FILE = ProjectFacts()  # a file seen without its project: no other file says anything
-SUMMARY_KINDS = ("waits:", "blocks:", "gpu:")
+SUMMARY_KINDS = ("waits:", "blocks:", "gpu:", "forks:")
 SUMMARISED = "summarised"
 
 

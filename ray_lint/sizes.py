@@ -1,7 +1,8 @@
 """How big an object is, where the code says so: constant-folded allocations with literal shapes.
 
 The "large object" rules must never fire on an object of unknown size, so this folds only what is
-certain: numpy and torch allocators with literal shapes and dtypes, `np.arange` and `np.linspace`
+certain: numpy and torch allocators with literal shapes and dtypes, the torchvision datasets that load
+a whole split into memory (`datasets.FashionMNIST(root, train=True)`, about 47 MB), `np.arange` and `np.linspace`
 of literal lengths, `bytes(n)`, `bytearray(n)`, `b"x" * n`, `"x" * n`, `[0] * n`, copies of those
 (`x.copy()`, `np.zeros_like(x)`), comprehensions of those over literal counts, names bound to them,
 and values whose line says `# ray-lint: large`. A size is what Ray serializes: an array's
@@ -38,8 +39,17 @@ from ray_lint.rule import Option
 ALLOCATION_TOKENS = (
     "zeros", "ones(", "ones_like", "empty(", "empty_like", "full(", "full_like", "rand(", "randn(", "randint(",
     "random(", "random_sample(", "uniform(", "normal(", "bytes(", "bytearray(", "' *", '" *', "] *", "* [",
-    "*[", "* b'", '* b"', "* '", '* "', "arange(", "linspace(", LARGE_MARKER,
+    "*[", "* b'", '* b"', "* '", '* "', "arange(", "linspace(", "MNIST(", "CIFAR10", LARGE_MARKER,
 )
+# torchvision datasets that hold every image of their split in one in-memory array: (train, test) bytes, the
+# uint8 images and the labels (an int64 tensor for the MNIST family, a list of ints for CIFAR: ~5 bytes each
+# pickled). A split the code does not name literally counts as the smaller one.
+_MNIST_SPLITS = (60_000 * (28 * 28 + 8), 10_000 * (28 * 28 + 8))
+_CIFAR_SPLITS = (50_000 * (32 * 32 * 3 + 5), 10_000 * (32 * 32 * 3 + 5))
+IN_MEMORY_DATASETS = {
+    **{f"torchvision.datasets.{name}": _MNIST_SPLITS for name in ("MNIST", "FashionMNIST", "KMNIST")},
+    **{f"torchvision.datasets.{name}": _CIFAR_SPLITS for name in ("CIFAR10", "CIFAR100")},
+}
 # Data loaders whose result is usually a dataset: large, though the code does not say how large. Not Hugging
 # Face `datasets.load_dataset` / `load_from_disk`: their Arrow tables are memory-mapped and pickle as a path;
 # nor raw reads (`f.read()`, `json.load`), which configs and prompt templates share.
@@ -278,6 +288,10 @@ class SizeFolder:
         keywords = {arg.keyword.value: arg.value for arg in call.args if arg.keyword is not None}
         if any(arg.star for arg in call.args):
             return None
+        if name in IN_MEMORY_DATASETS:
+            train, test = IN_MEMORY_DATASETS[name]
+            split = keywords.get("train", positional[1] if len(positional) > 1 else cst.Name("True"))
+            return Size(train if isinstance(split, cst.Name) and split.value == "True" else test, call)
         count: int | None = None
         item_size: int | None = None
         if name in _NUMPY_FILLED or name == "numpy.full":

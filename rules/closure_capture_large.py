@@ -7,8 +7,10 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from ray_lint.analyses.captures import captured_by_remotes, captured_size
+from ray_lint.analyses.captures import captured_by_remotes, captured_size, large_outside_reads, runs_as_main
 from ray_lint.diagnostics import Severity
+from ray_lint.libraries import TRAINER_CALL_TOKENS
+from ray_lint.libraries.train import TrainFacts
 from ray_lint.experiment import (
     OUT_OF_BAND_ARRAY,
     Experiment,
@@ -19,19 +21,10 @@ from ray_lint.experiment import (
     timed,
 )
 from ray_lint.model import RemoteDef, SemanticModel
-from ray_lint.python_model import LARGE_MARKER
 from ray_lint.ray_api import remote_kind
 from ray_lint.rule import REMOTE_MADE, Context, Invalid, Rule, Valid
-from ray_lint.sizes import LARGE_OBJECT_OPTION, Size, size_of, threshold_bytes
+from ray_lint.sizes import ALLOCATION_TOKENS, LARGE_OBJECT_OPTION, Size, size_of, threshold_bytes
 
-# Text a file needs for `size_of` to fold a large object in it: the allocators `ray_lint.sizes` knows
-# (numpy, torch, `bytes`, `bytearray`; called under another name they are missed), the repetitions
-# `b"x" * n` / `[0] * n`, and the marker comment.
-ALLOCATION_TOKENS = (
-    "zeros", "ones(", "ones_like(", "empty(", "empty_like(", "full(", "rand(", "randn(", "randint(", "random(",
-    "random_sample(", "uniform(", "normal(", "bytes(", "bytearray(",
-    "'*", "' *", '"*', '" *', "]*", "] *", "*[", "* [", "*'", "* '", '*"', '* "', LARGE_MARKER,
-)
 # Ray's limits on a pickled remote function or actor class (`ray/_private/ray_constants.py`).
 RAY_WARN_BYTES = 10**7
 RAY_ERROR_BYTES = 10**8
@@ -75,7 +68,7 @@ class ClosureCaptureLarge(Rule):
     message = "A remote function or actor class captures a large object, which Ray pickles into its definition"
     severity = Severity.WARNING
     category = "perf"
-    tokens = REMOTE_MADE
+    tokens = (*REMOTE_MADE, *TRAINER_CALL_TOKENS)  # remote definitions, and Ray Train's loops
     also_tokens = ALLOCATION_TOKENS
     experiment = ClosureCaptureLargeExperiment()
     options = (LARGE_OBJECT_OPTION,)
@@ -103,6 +96,13 @@ call fails. The default threshold of 10 MB is Ray's warning threshold; the messa
 100 MB or more says that Ray will refuse it. Measured on a 2-core machine with Ray 2.60: a task
 capturing a 20 MB array took 0.398 s (with Ray's "very large (19 MiB)" warning), against 0.022 s
 with `ray.put` once and the ref passed as an argument (18×).
+
+It also reports a Ray Train loop (`train_loop_per_worker`, or the function Ray 1.x's
+`Trainer(...).run(train_func)` takes) of a script or notebook that reads such an object from the
+module, once, at the loop's name: the trainer pickles the loop by value, with the object, for every
+worker. Besides allocations, the torchvision datasets that load a whole split into memory have a
+known size: `MNIST`, `FashionMNIST` and `KMNIST` (about 48 MB for the training split, 8 MB for the
+test split), `CIFAR10` and `CIFAR100` (about 154 MB and 31 MB).
 
 ray-lint is silent for:
 - objects whose size is not in the code (a file or model load, a function's result, a parameter
@@ -222,6 +222,23 @@ and every call site, possibly in other files.
             "    return [buffer[i].sum() for i in range(n)]\n",
             "allocated in the worker",
         ),
+        Valid(
+            "from ray import train\nfrom ray.train.torch import TorchTrainer\nfrom torchvision import datasets\n\n"
+            "test_data = datasets.FashionMNIST('data', train=False, download=True)\n\ndef train_func(config):\n"
+            "    for image, label in test_data:\n        pass\n\nTorchTrainer(train_func).fit()\n",
+            "the FashionMNIST test split: 10,000 images, about 8 MB",
+        ),
+        Valid(
+            "from ray import train\nfrom ray.train.torch import TorchTrainer\nfrom torchvision import datasets\n\n"
+            "def train_func(config):\n    data = datasets.FashionMNIST('data', train=True, download=True)\n"
+            "    for image, label in data:\n        pass\n\nTorchTrainer(train_func).fit()\n",
+            "the dataset is loaded by each worker, inside the loop",
+        ),
+        Valid(
+            "import numpy as np\nfrom ray.train.torch import TorchTrainer\n\nWEIGHTS = np.zeros((5000, 5000))\n\n"
+            "def train_func(config):\n    return WEIGHTS.sum()\n\ndef launch():\n    return TorchTrainer(train_func).fit()\n",
+            "a module others import (its top-level code starts no trainer): the loop is pickled by reference",
+        ),
     ]
     INVALID = [
         Invalid(
@@ -276,6 +293,20 @@ and every call site, possibly in other files.
             7,
             note="a large default value",
         ),
+        Invalid(
+            "from ray import train\nfrom ray.train.torch import TorchTrainer\nfrom torchvision import datasets\n\n"
+            "training_data = datasets.FashionMNIST('data', train=True, download=True)\n\ndef train_func(config):\n"
+            "    for image, label in training_data:\n        pass\n\nTorchTrainer(train_func).fit()\n",
+            7,
+            note="a Train loop of a script reads the FashionMNIST training set (about 48 MB): reported at the loop",
+        ),
+        Invalid(
+            "import ray.train as train\nfrom ray.train.trainer import Trainer\nfrom torchvision import datasets\n\n"
+            "data = datasets.CIFAR10(root='data', download=True)\n\ndef train_func(config):\n    return len(data)\n\n"
+            "trainer = Trainer(backend='torch', num_workers=4)\ntrainer.start()\ntrainer.run(train_func, config={})\n",
+            7,
+            note="Ray 1.x's Trainer(...).run(train_func); CIFAR-10's training split, about 154 MB",
+        ),
     ]
 
     def check(self, ctx: Context) -> None:
@@ -294,6 +325,17 @@ and every call site, possibly in other files.
                 ctx.report(
                     node,
                     f"{what}`{remote.name}` is {size.describe()}{_consequence(size, remote)}",
+                )
+        for loop in model.analysis(TrainFacts).loops:
+            function = loop.function
+            if function.parent_scope.function is None and not runs_as_main(model, loop.trainer.scope):
+                continue  # a module-level loop of a module others import: pickled by reference, nothing captured
+            captured = list(large_outside_reads(model, function.node.body, function.scope, threshold, frozenset()))
+            if captured:
+                (first, size), more = captured[0], f" and {len(captured) - 1} more" if len(captured) > 1 else ""
+                ctx.report(
+                    function.node.name,
+                    f"The Train loop `{function.node.name.value}` captures `{first.value}`{more}, {size.describe()}",
                 )
 
     def _pickled_values(

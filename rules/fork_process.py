@@ -6,29 +6,14 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from ray_lint.analyses.forks import CONTEXT_METHODS, DEFAULT_CONTEXT, EXECUTORS, MP_MODULES, forks_in_helpers, how_it_forks, start_method_set
 from ray_lint.diagnostics import Applicability, Severity
 from ray_lint.experiment import Plan, ReproductionExperiment, Subject, Variant, script
 from ray_lint.model import SemanticModel
-from ray_lint.python_model import CallSite, literal_string
+from ray_lint.python_model import CallSite
 from ray_lint.ray_api import keyword_arg
 from ray_lint.rule import REMOTE_MADE, Context, FixPlan, Invalid, Rule, Valid
 
-MP_MODULES = ("multiprocessing", "torch.multiprocessing", "multiprocess")  # `multiprocess`: the dill-based fork
-# Calls that always fork, whatever the start method.
-ALWAYS_FORK = frozenset({"os.fork", "os.forkpty"})
-# Factories that start their processes with the default start method (fork on Linux before Python 3.14).
-DEFAULT_CONTEXT = frozenset(
-    {
-        *(f"{module}.{name}" for module in MP_MODULES for name in ("Pool", "Process", "Manager")),
-        "multiprocessing.pool.Pool",
-        "multiprocess.pool.Pool",
-        "multiprocessing.managers.SyncManager",
-    }
-)
-EXECUTORS = frozenset({"concurrent.futures.ProcessPoolExecutor", "concurrent.futures.process.ProcessPoolExecutor"})
-CONTEXT_METHODS = frozenset({"Pool", "Process", "Manager"})  # what a `get_context(...)` object makes
-GET_CONTEXT = frozenset(f"{module}.get_context" for module in MP_MODULES)
-SET_START_METHOD = frozenset(f"{module}.set_start_method" for module in MP_MODULES)
 IN_DRIVER_WORDS = "in a driver connected to Ray"  # where the fork is, in the message, when not in a worker
 
 SOCKETS = """
@@ -112,8 +97,8 @@ class ForkProcess(Rule):
     severity = Severity.WARNING
     category = "correctness"
     fixable = True
-    tokens = ("fork", "Pool", "Process", "Manager")
-    also_tokens = (*REMOTE_MADE, "init(")
+    # Code that runs connected to Ray: a worker's (which may fork in a helper of another module) or a driver's.
+    tokens = (*REMOTE_MADE, "init(")
     experiment = ForkProcessExperiment()
     docs = """
 ## What it does
@@ -147,8 +132,11 @@ ray-lint is silent when:
 - `torch.utils.data.DataLoader(num_workers=...)` forks too, but is common and usually harmless:
   not reported.
 
-It does not follow calls: a pool made in a helper function that a task calls, or in a function
-nested in the task, is not reported. A `set_start_method` call anywhere in the module silences the
+A task or actor method that calls a helper which forks, or whose own helpers do (the module's
+functions and the methods of the same class, three calls deep, and functions imported from another
+module of the project, which that module's summary says fork), is reported at the call, naming the
+helper; a helper forks under any condition there (a pool made only when `workers > 1`). A driver's
+helpers are not followed, nor a function nested in the task. A `set_start_method` call anywhere in the module silences the
 default-context calls, even one under `if __name__ == "__main__":`, which Ray workers never run.
 It cannot see a `set_start_method` made in another module, or know the interpreter: from
 Python 3.14 the default start method on Linux is forkserver, and only `os.fork()` and explicit
@@ -252,6 +240,21 @@ module. It is not offered for `os.fork()`, for names imported from `multiprocess
             "import ray\n\nclass Pool:\n    def __init__(self, n):\n        self.n = n\n\n@ray.remote\ndef work():\n    return Pool(4).n\n",
             "a local class named Pool",
         ),
+        Valid(
+            "import multiprocessing\nimport ray\n\ndef load_all(paths):\n"
+            "    with multiprocessing.get_context('spawn').Pool(4) as pool:\n        return pool.map(load, paths)\n\n"
+            "@ray.remote\ndef featurize(paths):\n    return load_all(paths)\n",
+            "a helper with a spawn context",
+        ),
+        Valid(
+            "import ray\nfrom loaders import load_all\n\n@ray.remote\ndef featurize(paths):\n    return load_all(paths)\n",
+            "an imported helper that no module of the project says forks",
+        ),
+        Valid(
+            "import multiprocessing\nimport ray\n\ndef load_all(paths):\n    with multiprocessing.Pool(4) as pool:\n"
+            "        return pool.map(load, paths)\n\ndef main():\n    ray.init()\n    ray.get(train.remote(load_all(paths)))\n",
+            "a driver's helper is not followed",
+        ),
     ]
     INVALID = [
         Invalid(
@@ -307,15 +310,30 @@ module. It is not offered for `os.fork()`, for names imported from `multiprocess
             fixed="import torch.multiprocessing as tmp\nimport ray\n\n@ray.remote(num_gpus=1)\ndef train():\n"
             "    workers = [tmp.get_context(\"spawn\").Process(target=run, args=(i,)) for i in range(2)]\n",
         ),
+        Invalid(
+            "import multiprocessing\nimport ray\n\ndef load_all(paths, workers):\n    if workers > 1:\n"
+            "        return _parallel(paths, workers)\n    return [load(p) for p in paths]\n\n"
+            "def _parallel(paths, workers):\n    with multiprocessing.Pool(workers) as pool:\n        return pool.map(load, paths)\n\n"
+            "@ray.remote\ndef featurize(paths):\n    return load_all(paths, 4)\n",
+            15,
+            note="a helper of the module forks, two calls away and under a condition: reported at the call",
+        ),
+        Invalid(
+            "import multiprocessing as mp\nimport ray\n\ndef start_server(port):\n    proc = mp.Process(target=serve, args=(port,))\n"
+            "    proc.start()\n    return proc\n\n@ray.remote\nclass Sim:\n    def _start(self):\n"
+            "        self.proc = start_server(8000)\n\n    def run(self):\n        self._start()\n",
+            12,
+            note="an actor method calls a helper that forks; `run` reaches it through `_start`, reported once",
+        ),
     ]
 
     def check(self, ctx: Context) -> None:
         model = ctx.model
         if not model.imports_module("ray"):
             return
-        start_method_set = self._start_method_set(model)
+        method_set = start_method_set(model)
         for site in model.calls:
-            how = self._forks(model, site, start_method_set)
+            how = how_it_forks(model, site, method_set)
             if how is None:
                 continue
             where = self._connected(model, site)
@@ -327,63 +345,22 @@ module. It is not offered for `os.fork()`, for names imported from `multiprocess
                 self._fix(ctx, site),
                 facts=ForkSite(where != IN_DRIVER_WORDS),
             )
-
-    def _start_method_set(self, model: SemanticModel) -> bool:
-        """Whether the module sets a start method other than fork (a non-literal one counts: it may)."""
-        for name in SET_START_METHOD:
-            for site in model.calls_to(name):
-                method = site.node.args[0].value if site.node.args else None
-                if literal_string(method) != "fork":
-                    return True
-        return False
-
-    def _forks(self, model: SemanticModel, site: CallSite, start_method_set: bool) -> str | None:
-        """How the call forks ("forks", "forks its workers", ...), or None when it does not, or may not."""
-        name = model.call_name(site)
-        if name in ALWAYS_FORK:
-            return "forks this process"
-        call = site.node
-        if name in DEFAULT_CONTEXT:
-            context = keyword_arg(call, "context") or keyword_arg(call, "ctx")
-            if context is not None:
-                return "starts its processes by fork" if self._fork_context(model, context.value, site) else None
-            return None if start_method_set else "starts its processes by fork"
-        if name in EXECUTORS:
-            context = keyword_arg(call, "mp_context")
-            if context is None and len([a for a in call.args if a.keyword is None]) >= 2:
-                return None  # `ProcessPoolExecutor(4, ctx)`: a context given by position
-            if context is not None:
-                return "starts its workers by fork" if self._fork_context(model, context.value, site) else None
-            return None if start_method_set else "starts its workers by fork"
-        func = call.func
-        if isinstance(func, cst.Attribute) and func.attr.value in CONTEXT_METHODS:
-            method = self._context_method(model, func.value, site)
-            if method == "fork" or (method == "default" and not start_method_set):
-                return "starts its processes by fork"
-        return None
-
-    def _fork_context(self, model: SemanticModel, expr: cst.BaseExpression, site: CallSite) -> bool:
-        return self._context_method(model, expr, site) == "fork"
-
-    def _context_method(self, model: SemanticModel, expr: cst.BaseExpression, site: CallSite) -> str | None:
-        """The start method of a `get_context(...)` value: "fork", "default" (no argument), another
-        literal, or None when `expr` is not known to be a context or its method is not literal."""
-        if isinstance(expr, cst.Name):
-            binding = model.sole_assignment(expr.value, site.scope, site.index)
-            if binding is None or binding.value is None:
-                return None
-            expr = binding.value
-            scope, at = binding.scope, binding.index
-        else:
-            scope, at = site.scope, site.index
-        if not isinstance(expr, cst.Call) or model.qualified_name(expr.func, scope, at) not in GET_CONTEXT:
-            return None
-        argument = keyword_arg(expr, "method") or next((a for a in expr.args if a.keyword is None), None)
-        if argument is None:
-            return "default"
-        if isinstance(argument.value, cst.Name) and argument.value.value == "None":
-            return "default"
-        return literal_string(argument.value)
+        for remote in model.remote_defs:
+            where = "in an actor method" if remote.kind == "actor" else "in a Ray task"
+            functions = model.remote_functions(remote)
+            for function in functions:
+                for effect in forks_in_helpers(model, function):
+                    callee = model.local_callee(function, effect.call) if isinstance(effect.call, cst.Call) else None
+                    if callee in functions:
+                        continue  # another method of the actor: its own calls are reported where they are
+                    at = f" ({ctx.line_of(effect.marker)})" if not effect.requires else ""
+                    assert isinstance(effect.call, cst.Call)
+                    ctx.report(
+                        effect.call,
+                        f"`{ctx.snippet(effect.call.func, 30)}` forks a process {where}: in `{effect.helper}`{at}",
+                        facts=ForkSite(True),
+                        requires=effect.requires,
+                    )
 
     def _connected(self, model: SemanticModel, site: CallSite) -> str | None:
         """Where the call runs connected to Ray: "in a Ray task", "in an actor method", "after `ray.init()`"."""

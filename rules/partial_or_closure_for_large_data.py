@@ -8,13 +8,13 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from ray_lint.analyses.captures import runs_as_main
+from ray_lint.analyses.captures import large_outside_reads, runs_as_main
 from ray_lint.diagnostics import Severity
 from ray_lint.experiment import Experiment, Plan, Subject, Variant, script, timed
 from ray_lint.libraries import TUNE_RUN_TOKENS
 from ray_lint.libraries.tune import PARTIAL, SWEEP_MODEL, TuneFacts, TuneRun, short_size
 from ray_lint.model import SemanticModel
-from ray_lint.python_model import FunctionInfo, Scope, iter_subtree, scope_within
+from ray_lint.python_model import FunctionInfo, Scope
 from ray_lint.rule import Context, Invalid, Rule, Valid
 from ray_lint.sizes import (
     LARGE_OBJECT_OPTION,
@@ -267,21 +267,8 @@ def _large_captures(
         body, own = run.definition.node.body, run.definition.scope
     else:
         return
-    if own is None:
-        return
-    seen: set[str] = set()
-    for node in iter_subtree(body):
-        if not isinstance(node, cst.Name) or node.value in seen:
-            continue
-        seen.add(node.value)
-        binding = model.reaching_binding(node.value, own, 0)
-        if binding is None or binding.kind != "assign" or scope_within(binding.scope, own):
-            continue
-        if len(binding.scope.bindings.get(node.value, ())) != 1:
-            continue  # rebound: which value is pickled depends on when Tune registers the trainable
-        size = size_of(model, node, binding.scope, binding.index + 1, loaders)
-        if size is not None and size.at_least(threshold):
-            yield node, size
+    if own is not None:
+        yield from large_outside_reads(model, body, own, threshold, loaders)
 
 
 def _lambda_scope(model: SemanticModel, node: cst.Lambda, enclosing: Scope) -> Scope | None:

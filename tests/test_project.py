@@ -289,3 +289,40 @@ def test_a_certain_gpu_use_is_not_hidden_behind_an_imported_helper(run, tmp_path
         ),
     })
     assert codes(check(run, tmp_path, "--select", "RAY040", ".")) == [("pkg/task.py", "RAY040", 4), ("pkg/task.py", "RAY040", 9)]
+
+
+PROCESSOR = (
+    "import multiprocessing\n\n"
+    "def process_file(path, workers=1):\n"
+    "    pages = read(path)\n"
+    "    if workers > 1:\n"
+    "        return _parallel(pages, workers)\n"
+    "    return [clean(p) for p in pages]\n\n"
+    "def _parallel(pages, workers):\n"
+    "    procs = [multiprocessing.Process(target=clean, args=(p,)) for p in pages[:workers]]\n"
+    "    return procs\n\n"
+    "def process_spawned(path, workers=1):\n"
+    "    with multiprocessing.get_context('spawn').Pool(workers) as pool:\n"
+    "        return pool.map(clean, read(path))\n"
+)
+FORK_CALLERS = (
+    "import ray\n"
+    "from pipeline import process_file, process_spawned\n\n"
+    "@ray.remote\n"
+    "def chunk(path, workers):\n"
+    "    pages = process_file(path, workers=workers)\n"  # line 6: forks two calls away, in another module
+    "    return pages + process_spawned(path, workers)\n"  # a spawn context: not reported
+)
+
+
+def test_a_fork_in_another_modules_helper(run, tmp_path):
+    """A task that calls a package's helper which forks (re-exported by the package's __init__, behind a
+    condition and a second helper): RAY064 at the call, naming the helper; nothing without that module."""
+    write(tmp_path, {"pyproject.toml": "", "pipeline/__init__.py": "from .processor import process_file, process_spawned\n",
+                     "pipeline/processor.py": PROCESSOR, "jobs/run.py": FORK_CALLERS})
+    proc = check(run, tmp_path, "--select", "RAY064", ".")
+    assert codes(proc) == [("jobs/run.py", "RAY064", 6)]
+    assert "`pipeline.process_file`" in json.loads(proc.stdout)[0]["message"]
+    assert codes(check(run, tmp_path, "--select", "RAY064", "jobs/run.py")) == [("jobs/run.py", "RAY064", 6)]
+    (tmp_path / "pipeline" / "processor.py").unlink()
+    assert codes(check(run, tmp_path, "--select", "RAY064", ".")) == []

@@ -648,14 +648,32 @@ MARGINAL = {"RAY005"}  # its slowdown on Ray 2.60 is 0.8-1.9× run to run (see t
 MISSING_LIBRARY = "No module named"  # the only reason a verdict may be inconclusive (RAY041's torch, cv2, joblib)
 
 
+def _verify_with_one_retry(paths: list[Path], resolver: Resolver, cluster: Cluster, acceptable: Callable[[Verdict], bool]) -> list[Verdict]:
+    """The verdicts for `paths`, where a file with a verdict that is not `acceptable` is verified once more,
+    on its own: these experiments time Ray on a shared 2-core machine, where one late worker start can make
+    a run miss its limit. The first verdicts are printed; a second failure is a failure."""
+    verdicts = verify(paths, resolver, cluster, repeat=3, timeout=60)
+    failed = [v for v in verdicts if not acceptable(v)]
+    if not failed:
+        return verdicts
+    print("verified again, on their own: " + "; ".join(f"{v.path}:{v.line} {v.code} {v.status}: {v.summary}" for v in failed))
+    again = sorted({v.path for v in failed})
+    return [v for v in verdicts if v.path not in again] + verify([Path(p) for p in again], resolver, cluster, repeat=3, timeout=60)
+
+
 def test_every_default_rules_example_shows_the_problem_and_its_fix_is_clean(cluster: Cluster, tmp_path: Path) -> None:
     from ray_lint.api import RunOptions, lint_paths
     from ray_lint.results import FileResult
     from ray_lint.experiment import PROBLEM_SHOWN
     from ray_lint.rule import all_rules
 
+    def acceptable(verdict: Verdict) -> bool:
+        if verdict.status == "inconclusive":
+            return MISSING_LIBRARY in verdict.summary
+        return verdict.status in PROBLEM_SHOWN or (verdict.code in MARGINAL and verdict.status != "no experiment")
+
     resolver = Resolver(parse_layer({}, "test", EXAMPLES), isolated=True)
-    verdicts = verify(sorted(EXAMPLES.glob("*.py")), resolver, cluster, repeat=3, timeout=60)
+    verdicts = _verify_with_one_retry(sorted(EXAMPLES.glob("*.py")), resolver, cluster, acceptable)
     defaults = {rule.code for rule in all_rules() if not rule.preview and rule.code != "RAY000"}
     shown = {v.code for v in verdicts if v.status in PROBLEM_SHOWN}
     silent = [v for v in verdicts if v.code in defaults - shown - MARGINAL]
@@ -686,7 +704,7 @@ def test_every_default_library_rules_example_shows_the_problem_and_its_fix_is_cl
 
     resolver = Resolver(parse_layer({}, "test", LIBRARY_EXAMPLES), isolated=True)
     flagged = sorted(p for p in LIBRARY_EXAMPLES.glob("*.py") if not p.stem.endswith("_fixed"))
-    verdicts = verify(flagged, resolver, cluster, repeat=3, timeout=60)
+    verdicts = _verify_with_one_retry(flagged, resolver, cluster, lambda verdict: verdict.status in PROBLEM_SHOWN)
     library_defaults = {
         rule.code for rule in all_rules() if not rule.preview and int(rule.code[3:]) >= 100 and rule.experiment is not None
     }

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from ray_lint.model import RemoteDef, SemanticModel
-from ray_lint.python_model import Binding, Scope, child_nodes
+from ray_lint.python_model import Binding, Scope, child_nodes, iter_subtree, scope_within
 from ray_lint.sizes import Size, size_of
 
 # Statements whose names are not reads of a value.
@@ -48,6 +48,27 @@ def pickled_by_value(model: SemanticModel, remote: RemoteDef) -> bool:
         if binding.kind == "assign" and (value is remote.declared_at or (isinstance(value, cst.Call) and value.func is remote.declared_at)):
             return True
     return False
+
+
+def large_outside_reads(
+    model: SemanticModel, body: cst.CSTNode, own: Scope, threshold: int, loaders: frozenset[str]
+) -> Iterator[tuple[cst.Name, Size]]:
+    """The first read of each name that `body` (of a function or lambda whose scope is `own`) reads from
+    outside itself, when the name is bound once, to a large object: what cloudpickle copies with a function
+    it pickles by value. A name bound more than once is left out: which value is pickled depends on when."""
+    seen: set[str] = set()
+    for node in iter_subtree(body):
+        if not isinstance(node, cst.Name) or node.value in seen:
+            continue
+        seen.add(node.value)
+        binding = model.reaching_binding(node.value, own, 0)
+        if binding is None or binding.kind != "assign" or scope_within(binding.scope, own):
+            continue
+        if len(binding.scope.bindings.get(node.value, ())) != 1:
+            continue
+        size = size_of(model, node, binding.scope, binding.index + 1, loaders)
+        if size is not None and size.at_least(threshold):
+            yield node, size
 
 
 def runs_as_main(model: SemanticModel, scope: Scope) -> bool:

@@ -8,55 +8,34 @@ after a guard about them that leaves (`if not ray.get_gpu_ids(): return ...`), h
 does not count, nor do nested functions, nor calls that hand GPU settings to Ray Train
 or Ray Data (`use_gpu=True`), which schedule that work themselves.
 
-Helpers are followed through the module's own functions and the methods of the same class
-(`self.load_model()`), to `MAX_HELPER_DEPTH` calls; a helper imported from another module of the
-project is known through the project fact `gpu:<name>` (`gpu_facts`), which the helper's module gives.
+Helpers are followed as `ray_lint.analyses.helper_effects` says; a helper imported from another module
+of the project is known through the project fact `gpu:<name>` (`gpu_facts`), which its module gives.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 import libcst as cst
 
-from ray_lint.analyses.waits import from_library
+from ray_lint.analyses.helper_effects import Effect, HelperEffects
 from ray_lint.model import SemanticModel
-from ray_lint.python_model import AFTER_ALL, FunctionInfo, child_nodes, dotted_name, literal_string
+from ray_lint.python_model import AFTER_ALL, FunctionInfo, child_nodes, literal_string
 
 # `torch.cuda` functions that only ask whether a GPU is there.
 PROBES = frozenset({"is_available", "device_count", "is_initialized"})
 # Keywords that hand GPU settings to Ray Train or Ray Data, which schedule the GPU work themselves.
 DELEGATING_KEYWORDS = frozenset({"num_gpus", "use_gpu", "resources_per_worker", "accelerator_type"})
 GPU_WORDS = ("cuda", "gpu")
-# How many helper calls deep a GPU use is followed within one module.
-MAX_HELPER_DEPTH = 3
 # A module without one of these uses no GPU in a way `gpu_facts` reports (its pre-filter, which also
 # decides whether a module that no rule reads is parsed for its facts: "GPU" alone is in every
 # `resources={"GPU": 1}` and would parse hundreds of modules of Ray's own tree for nothing).
 GPU_TOKENS = (".cuda(", "'cuda", '"cuda', "torch.cuda.", "cupy", "numba", "get_gpu_ids", "/GPU", "jax.devices")
 
 
-@dataclass(frozen=True)
-class GpuUse:
-    """A call in a function's body that uses a GPU, itself or through `helper`."""
-
-    call: cst.CSTNode  # the call (or `ray.get_gpu_ids()`) in the function's own body
-    marker: cst.CSTNode  # where the GPU is used: `call` itself, or the use inside the helper
-    helper: str | None = None  # the function or method the call reaches the GPU through (qualified when imported)
-    requires: tuple[str, ...] = ()  # the project facts it needs: a helper that another module defines
-
-
-def gpu_uses(model: SemanticModel, function: FunctionInfo) -> Iterator[GpuUse]:
+def gpu_uses(model: SemanticModel, function: FunctionInfo) -> Iterator[Effect]:
     """The GPU uses of `function`'s body, in order: its own, then those of helpers it calls."""
-    local = model.analysis(_GpuHelpers)
-    for call in _calls(model, function):
-        if _uses_gpu(model, call):
-            yield GpuUse(call, call.value if isinstance(call, cst.Subscript) else call)
-            continue
-        found = local.reached(function, call) if isinstance(call, cst.Call) else None
-        if found is not None:
-            yield found
+    return model.analysis(_GpuHelpers).effects(function)
 
 
 def may_use_gpu(text: str) -> bool:
@@ -65,72 +44,21 @@ def may_use_gpu(text: str) -> bool:
 
 def gpu_facts(model: SemanticModel, text: str) -> Iterator[str]:
     """`gpu:<name>` for each module-level function that uses a GPU, for the project's other modules."""
-    if not may_use_gpu(text):
-        return
-    helpers = model.analysis(_GpuHelpers)
-    for info in model.functions:
-        if info.parent_scope is model.module_scope and helpers.marker(info) is not None:
-            yield f"gpu:{info.node.name.value}"
+    if may_use_gpu(text):
+        yield from model.analysis(_GpuHelpers).facts()
 
 
-class _GpuHelpers:
-    """The module's functions that use a GPU, directly or through helpers of the module, memoized."""
+class _GpuHelpers(HelperEffects):
+    kind = "gpu"
 
-    def __init__(self, model: SemanticModel) -> None:
-        self.model = model
-        self._markers: dict[int, cst.CSTNode | None] = {}
+    def calls(self, function: FunctionInfo) -> Iterator[cst.CSTNode]:
+        return _calls(self.model, function)
 
-    def marker(self, info: FunctionInfo, depth: int = 0) -> cst.CSTNode | None:
-        """Where `info` uses a GPU, or None (also past `MAX_HELPER_DEPTH`, and while it is being asked: recursion)."""
-        key = id(info.node)
-        if key in self._markers:
-            return self._markers[key]
-        if depth > MAX_HELPER_DEPTH:
-            return None
-        self._markers[key] = None  # a recursive call asks again: no GPU through itself
-        for call in _calls(self.model, info):
-            if _uses_gpu(self.model, call):
-                found: cst.CSTNode | None = call.value if isinstance(call, cst.Subscript) else call
-            else:
-                callee = self.model.local_callee(info, call) if isinstance(call, cst.Call) else None
-                found = self.marker(callee, depth + 1) if callee is not None else None
-            if found is not None:
-                self._markers[key] = found
-                break
-        return self._markers[key]
+    def has_effect(self, call: cst.CSTNode) -> bool:
+        return _uses_gpu(self.model, call)
 
-    def reached(self, caller: FunctionInfo, call: cst.Call) -> GpuUse | None:
-        """The GPU use `call` reaches in a helper: one of this module (followed), or one imported (a fact)."""
-        callee = self.model.local_callee(caller, call)
-        if callee is not None:
-            marker = self.marker(callee, 1)
-            if marker is None:
-                return None
-            owner = f"{callee.owner.node.name.value}." if callee.owner is not None else ""
-            return GpuUse(call, marker, f"{owner}{callee.node.name.value}")
-        imported = self._imported_function(call)
-        if imported is None:
-            return None
-        return GpuUse(call, call, imported, (f"gpu:{imported.rsplit('.', 1)[-1]}",))
-
-    def _imported_function(self, call: cst.Call) -> str | None:
-        """The qualified name (`.gpu.helper`) of a lower-case function imported from another module
-        (`from .gpu import helper`), whose summary only that module has."""
-        func = call.func
-        site = self.model.call_site(call)
-        if site is None or not isinstance(func, cst.Name) or not func.value[:1].islower():
-            return None
-        binding = self.model.reaching_binding(func.value, site.scope, site.index)
-        if binding is None or binding.kind != "import" or from_library(binding):
-            return None
-        if binding.imported is not None:
-            return binding.imported
-        statement = binding.statement  # a relative import, which the model leaves unqualified
-        imports = statement.body[0] if isinstance(statement, cst.SimpleStatementLine) else statement
-        if isinstance(imports, cst.ImportFrom) and isinstance(binding.node, cst.ImportAlias):
-            module = dotted_name(imports.module) if imports.module is not None else ""
-            return f"{'.' * len(imports.relative)}{module}{'.' if module else ''}{binding.node.evaluated_name}"
-        return func.value
+    def marker_of(self, call: cst.CSTNode) -> cst.CSTNode:
+        return call.value if isinstance(call, cst.Subscript) else call  # `ray.get_gpu_ids()`, not its `[0]`
 
 
 def _calls(model: SemanticModel, function: FunctionInfo) -> Iterator[cst.CSTNode]:

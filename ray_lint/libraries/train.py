@@ -31,6 +31,8 @@ TRAINERS = frozenset({
     "ray.train.v2.torch.TorchTrainer",
     "ray.train.v2.api.data_parallel_trainer.DataParallelTrainer",
 })
+# Ray 1.x's trainer: `trainer = Trainer(backend="torch", num_workers=4)`, then `trainer.run(train_func, config)`.
+LEGACY_TRAINERS = frozenset({"ray.train.Trainer", "ray.train.trainer.Trainer"})
 RANK_CALLS = frozenset({
     "ray.train.get_context", "ray.train.torch.get_world_rank", "ray.train.get_world_rank",
     "ray.train.get_local_rank", "torch.distributed.get_rank",
@@ -74,18 +76,18 @@ class TrainFacts:
     @cached_property
     def loops(self) -> list[TrainLoop]:
         found: dict[int, TrainLoop] = {}
-        for name in TRAINERS:
-            for site in self.model.calls_to(name):
-                function = self._loop_function(site)
-                if function is None:
-                    continue
-                num_workers, use_gpu = self._scaling(site)
-                loop = found.get(id(function.node))
-                if loop is None:
-                    found[id(function.node)] = TrainLoop(function, site, num_workers, use_gpu, self._helpers(function))
-                else:  # handed to several trainers: only what all of them agree on is known
-                    loop.num_workers = loop.num_workers if loop.num_workers == num_workers else None
-                    loop.use_gpu = loop.use_gpu if loop.use_gpu == use_gpu else None
+        runs = [(site, self._scaling(site)) for name in TRAINERS for site in self.model.calls_to(name)]
+        runs += [(run, self._legacy_scaling(made)) for name in LEGACY_TRAINERS for made in self.model.calls_to(name) for run in self._legacy_runs(made)]
+        for site, (num_workers, use_gpu) in runs:
+            function = self._loop_function(site)
+            if function is None:
+                continue
+            loop = found.get(id(function.node))
+            if loop is None:
+                found[id(function.node)] = TrainLoop(function, site, num_workers, use_gpu, self._helpers(function))
+            else:  # handed to several trainers: only what all of them agree on is known
+                loop.num_workers = loop.num_workers if loop.num_workers == num_workers else None
+                loop.use_gpu = loop.use_gpu if loop.use_gpu == use_gpu else None
         return list(found.values())
 
     def loop_of_scope(self, scope: Scope) -> TrainLoop | None:
@@ -165,7 +167,7 @@ class TrainFacts:
         call = site.node
         value = None
         for arg in call.args:
-            if arg.keyword is not None and arg.keyword.value == "train_loop_per_worker":
+            if arg.keyword is not None and arg.keyword.value in ("train_loop_per_worker", "train_func"):
                 value = arg.value
         if value is None and call.args and call.args[0].keyword is None and not call.args[0].star:
             value = call.args[0].value
@@ -173,6 +175,30 @@ class TrainFacts:
             return None
         found = defined_function_or_class(self.model, value, site.scope, site.index)
         return found if isinstance(found, FunctionInfo) else None
+
+    def _legacy_runs(self, made: CallSite) -> list[CallSite]:
+        """The `trainer.run(...)` calls on the name a Ray 1.x `Trainer(...)` is assigned to, in its scope."""
+        statement = made.statement
+        if not isinstance(statement, cst.Assign) or statement.value is not made.node or len(statement.targets) != 1:
+            return []
+        target = statement.targets[0].target
+        if not isinstance(target, cst.Name):
+            return []
+        runs = []
+        for site in self.model.calls_by_tail.get("run", ()):
+            func = site.node.func
+            if site.scope is made.scope and isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == target.value:
+                binding = self.model.reaching_binding(target.value, site.scope, site.index)
+                if binding is not None and binding.value is made.node:
+                    runs.append(site)
+        return runs
+
+    def _legacy_scaling(self, made: CallSite) -> tuple[int | None, bool | None]:
+        """`num_workers` and `use_gpu` given literally to a Ray 1.x `Trainer(...)`."""
+        workers, gpu = keyword_value(made.node, "num_workers"), keyword_value(made.node, "use_gpu")
+        count = literal_number(workers) if workers is not None else None
+        use_gpu = {"True": True, "False": False}.get(gpu.value, None) if isinstance(gpu, cst.Name) else (False if gpu is None else None)
+        return (int(count) if count is not None else None), use_gpu
 
     def _scaling(self, site: CallSite) -> tuple[int | None, bool | None]:
         """`num_workers` and `use_gpu` of a literal `ScalingConfig(...)`, given in the call or named."""
