@@ -12,7 +12,7 @@ from ray_lint.experiment import Plan, ReproductionExperiment, Subject, Variant, 
 from ray_lint.model import SemanticModel
 from ray_lint.python_model import CallSite
 from ray_lint.ray_api import keyword_arg
-from ray_lint.rule import REMOTE_MADE, Context, FixPlan, Invalid, Rule, Valid
+from ray_lint.rule import MAX_MESSAGE, REMOTE_MADE, Context, FixPlan, Invalid, Rule, Valid
 
 IN_DRIVER_WORDS = "in a driver connected to Ray"  # where the fork is, in the message, when not in a worker
 
@@ -354,13 +354,11 @@ module. It is not offered for `os.fork()`, for names imported from `multiprocess
                     if callee in functions:
                         continue  # another method of the actor: its own calls are reported where they are
                     at = f" ({ctx.line_of(effect.marker)})" if not effect.requires else ""
-                    assert isinstance(effect.call, cst.Call)
-                    ctx.report(
-                        effect.call,
-                        f"`{ctx.snippet(effect.call.func, 30)}` forks a process {where}: in `{effect.helper}`{at}",
-                        facts=ForkSite(True),
-                        requires=effect.requires,
-                    )
+                    assert isinstance(effect.call, cst.Call) and effect.helper is not None
+                    message = f"`{ctx.snippet(effect.call.func, 30)}` forks a process {where}: in `{effect.helper}`{at}"
+                    if len(message) > MAX_MESSAGE:  # a long qualified name: the helper's own name says enough
+                        message = f"`{ctx.snippet(effect.call.func, 30)}` forks a process {where}"
+                    ctx.report(effect.call, message, facts=ForkSite(True), requires=effect.requires)
 
     def _connected(self, model: SemanticModel, site: CallSite) -> str | None:
         """Where the call runs connected to Ray: "in a Ray task", "in an actor method", "after `ray.init()`"."""
