@@ -1,9 +1,9 @@
 """How big an object is, where the code says so: constant-folded allocations with literal shapes.
 
 The "large object" rules must never fire on an object of unknown size, so this folds only what is
-certain: numpy and torch allocators with literal shapes and dtypes, the torchvision datasets that load
-a whole split into memory (`datasets.FashionMNIST(root, train=True)`, about 47 MB), `np.arange` and `np.linspace`
-of literal lengths, `bytes(n)`, `bytearray(n)`, `b"x" * n`, `"x" * n`, `[0] * n`, copies of those
+certain: numpy and torch allocators with literal shapes and dtypes, the torchvision datasets that
+load a whole split into memory (`datasets.FashionMNIST(root, train=True)`, about 48 MB), `np.arange`
+and `np.linspace` of literal lengths, `bytes(n)`, `bytearray(n)`, `b"x" * n`, `"x" * n`, `[0] * n`, copies of those
 (`x.copy()`, `np.zeros_like(x)`), comprehensions of those over literal counts, names bound to them,
 and values whose line says `# ray-lint: large`. A size is what Ray serializes: an array's
 buffer, or a lower bound of a list's pickle.

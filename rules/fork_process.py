@@ -9,7 +9,7 @@ import libcst as cst
 from ray_lint.analyses.forks import CONTEXT_METHODS, DEFAULT_CONTEXT, EXECUTORS, MP_MODULES, forks_in_helpers, how_it_forks, start_method_set
 from ray_lint.diagnostics import Applicability, Severity
 from ray_lint.experiment import Plan, ReproductionExperiment, Subject, Variant, script
-from ray_lint.model import SemanticModel
+from ray_lint.model import RemoteDef, SemanticModel
 from ray_lint.python_model import CallSite
 from ray_lint.ray_api import keyword_arg
 from ray_lint.rule import MAX_MESSAGE, REMOTE_MADE, Context, FixPlan, Invalid, Rule, Valid
@@ -136,8 +136,8 @@ A task or actor method that calls a helper which forks, or whose own helpers do 
 functions and the methods of the same class, three calls deep, and functions imported from another
 module of the project, which that module's summary says fork), is reported at the call, naming the
 helper; a helper forks under any condition there (a pool made only when `workers > 1`). A driver's
-helpers are not followed, nor a function nested in the task. A `set_start_method` call anywhere in the module silences the
-default-context calls, even one under `if __name__ == "__main__":`, which Ray workers never run.
+helpers are not followed, nor a function nested in the task. A `set_start_method` call anywhere in
+the module silences the default-context calls, even one under `if __name__ == "__main__":`, which Ray workers never run.
 It cannot see a `set_start_method` made in another module, or know the interpreter: from
 Python 3.14 the default start method on Linux is forkserver, and only `os.fork()` and explicit
 fork contexts fork. On macOS and Windows the default is spawn.
@@ -346,12 +346,11 @@ module. It is not offered for `os.fork()`, for names imported from `multiprocess
                 facts=ForkSite(where != IN_DRIVER_WORDS),
             )
         for remote in model.remote_defs:
-            where = "in an actor method" if remote.kind == "actor" else "in a Ray task"
+            where = _in_worker(remote)
             functions = model.remote_functions(remote)
             for function in functions:
                 for effect in forks_in_helpers(model, function):
-                    callee = model.local_callee(function, effect.call) if isinstance(effect.call, cst.Call) else None
-                    if callee in functions:
+                    if effect.callee in functions:
                         continue  # another method of the actor: its own calls are reported where they are
                     at = f" ({ctx.line_of(effect.marker)})" if not effect.requires else ""
                     assert isinstance(effect.call, cst.Call) and effect.helper is not None
@@ -365,7 +364,7 @@ module. It is not offered for `os.fork()`, for names imported from `multiprocess
         found = model.remote_of_scope(site.scope)
         if found is not None:
             remote, _ = found
-            return "in an actor method" if remote.kind == "actor" else "in a Ray task"
+            return _in_worker(remote)
         scope = site.scope
         while scope.kind == "comprehension" and scope.parent is not None:
             scope = scope.parent
@@ -400,6 +399,10 @@ module. It is not offered for `os.fork()`, for names imported from `multiprocess
                 args[-1] = args[-1].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
             return _plan(call, ctx.code_for(call.with_changes(args=[*args, new_arg])))
         return None
+
+
+def _in_worker(remote: RemoteDef) -> str:
+    return "in an actor method" if remote.kind == "actor" else "in a Ray task"
 
 
 def _plan(node: cst.CSTNode, text: str) -> FixPlan:

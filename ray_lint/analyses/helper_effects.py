@@ -31,6 +31,7 @@ class Effect:
     marker: cst.CSTNode  # where the effect happens: `call` itself, or the call inside the helper
     helper: str | None = None  # the function or method the call reaches it through (qualified when imported)
     requires: tuple[str, ...] = ()  # the project facts it needs: a helper that another module defines
+    callee: FunctionInfo | None = None  # the helper, when it is this module's
 
 
 class HelperEffects:
@@ -96,11 +97,11 @@ class HelperEffects:
             if marker is None:
                 return None
             owner = f"{callee.owner.node.name.value}." if callee.owner is not None else ""
-            return Effect(call, marker, f"{owner}{callee.node.name.value}")
+            return Effect(call, marker, f"{owner}{callee.node.name.value}", callee=callee)
         imported = self._imported_function(call)
         if imported is None:
             return None
-        return Effect(call, call, imported, (f"{self.kind}:{imported.rsplit('.', 1)[-1]}",))
+        return Effect(call, call, imported, requires=(f"{self.kind}:{imported.rsplit('.', 1)[-1]}",))
 
     def _imported_function(self, call: cst.Call) -> str | None:
         """The qualified name (`.gpu.helper`) of a lower-case function imported from another module

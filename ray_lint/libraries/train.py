@@ -77,7 +77,8 @@ class TrainFacts:
     def loops(self) -> list[TrainLoop]:
         found: dict[int, TrainLoop] = {}
         runs = [(site, self._scaling(site)) for name in TRAINERS for site in self.model.calls_to(name)]
-        runs += [(run, self._legacy_scaling(made)) for name in LEGACY_TRAINERS for made in self.model.calls_to(name) for run in self._legacy_runs(made)]
+        for name in LEGACY_TRAINERS:
+            runs += [(run, _workers_and_gpu(made.node)) for made in self.model.calls_to(name) for run in self._legacy_runs(made)]
         for site, (num_workers, use_gpu) in runs:
             function = self._loop_function(site)
             if function is None:
@@ -193,13 +194,6 @@ class TrainFacts:
                     runs.append(site)
         return runs
 
-    def _legacy_scaling(self, made: CallSite) -> tuple[int | None, bool | None]:
-        """`num_workers` and `use_gpu` given literally to a Ray 1.x `Trainer(...)`."""
-        workers, gpu = keyword_value(made.node, "num_workers"), keyword_value(made.node, "use_gpu")
-        count = literal_number(workers) if workers is not None else None
-        use_gpu = {"True": True, "False": False}.get(gpu.value, None) if isinstance(gpu, cst.Name) else (False if gpu is None else None)
-        return (int(count) if count is not None else None), use_gpu
-
     def _scaling(self, site: CallSite) -> tuple[int | None, bool | None]:
         """`num_workers` and `use_gpu` of a literal `ScalingConfig(...)`, given in the call or named."""
         config, scope, at = keyword_value(site.node, "scaling_config"), site.scope, site.index
@@ -208,13 +202,7 @@ class TrainFacts:
             config, scope, at = (binding.value, binding.scope, binding.index) if binding is not None else (None, scope, at)
         if not isinstance(config, cst.Call) or not (self.model.qualified_name(config.func, scope, at) or "").endswith("ScalingConfig"):
             return None, None  # absent (Tune may pass one in `param_space`) or built elsewhere: unknown
-        workers_given = keyword_value(config, "num_workers")
-        workers = 1 if workers_given is None else literal_number(workers_given)  # ScalingConfig's default is 1
-        gpu = keyword_value(config, "use_gpu")
-        use_gpu: bool | None = False if gpu is None else {"True": True, "False": False}.get(
-            gpu.value if isinstance(gpu, cst.Name) else "", None
-        )
-        return (int(workers) if workers is not None else None), use_gpu
+        return _workers_and_gpu(config)
 
     def _helpers(self, function: FunctionInfo) -> list[FunctionInfo]:
         """Module-level functions the loop calls by name: where model building often lives."""
@@ -228,6 +216,18 @@ class TrainFacts:
                 if info is not None and info is not function and info not in helpers:
                     helpers.append(info)
         return helpers
+
+
+def _workers_and_gpu(call: cst.Call) -> tuple[int | None, bool | None]:
+    """The literal `num_workers` and `use_gpu` of a `ScalingConfig(...)` or a Ray 1.x `Trainer(...)`: both
+    default to one worker on CPUs; None where a value is not literal."""
+    workers_given = keyword_value(call, "num_workers")
+    workers = 1 if workers_given is None else literal_number(workers_given)
+    gpu = keyword_value(call, "use_gpu")
+    use_gpu: bool | None = False if gpu is None else {"True": True, "False": False}.get(
+        gpu.value if isinstance(gpu, cst.Name) else "", None
+    )
+    return (int(workers) if workers is not None else None), use_gpu
 
 
 def _assigned_names(statement: cst.CSTNode | None, value: cst.CSTNode) -> set[str]:
