@@ -3,7 +3,8 @@
 A rule declares `experiment = SomeExperiment()` next to its detection code. The experiment plans
 two variants for one finding: A, the code as the rule flagged it, and B, the fixed code (or, for
 rules without a fix, the comparison the rule's docs recommend). The verifier runs them, interleaved,
-in their own processes, and hands the runs back to the experiment to judge.
+in their own processes (a model that leaves nothing behind in a driver it shares: `shares_driver`),
+and hands the runs back to the experiment to judge.
 
 Three kinds of plan, always named in the verdict:
 - "measured": the user's own code (its entry point, or its tests), as written and with the fix;
@@ -330,6 +331,10 @@ class Experiment(Generic[Facts]):
     # The time limit a variant gets at least, whatever `--timeout` says: a Ray Train or Tune run starts its
     # own workers and coordinator before the flagged code runs.
     least_timeout_s = 0.0
+    # Whether the model's variants may run one after another in one shared driver (one Ray job) rather than
+    # each in a process of its own: for a model that changes nothing in the driver or its workers and leaves
+    # no task, actor or placement group running behind it. The user's code always runs alone.
+    shares_driver = False
     facts_type: type[Facts]
 
     def facts(self, subject: Subject) -> Facts:

@@ -62,6 +62,7 @@ class AsyncDefRemoteTaskExperiment(ReproductionExperiment[None]):
     the fix Ray's docs give: a sync task that runs the coroutine with `asyncio.run`. The same for every finding."""
 
     facts_type = type(None)
+    shares_driver = True
     expected = r"'async def' should not be used for remote tasks"
 
     def model(self, subject: Subject) -> Plan:

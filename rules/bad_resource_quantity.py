@@ -68,6 +68,7 @@ class BadResourceQuantityExperiment(ReproductionExperiment[QuantityFacts]):
     finer fraction, the next whole number or TPU chip count) and runs the task."""
 
     facts_type = QuantityFacts
+    shares_driver = True
     expected = (
         r"cannot be negative|The precision of the fractional quantity|The type of keyword"
         r"|not supported between instances of 'str'|resource quantity must be whole numbers"

@@ -29,6 +29,7 @@ class BlockingCallExperiment(AsyncActorExperiment[None]):
     calls queued behind a blocked loop look concurrent there."""
 
     facts_type = type(None)
+    shares_driver = True
     CALLS = 8
     WAIT_SECONDS = 0.2
 

@@ -47,6 +47,7 @@ class BlockingGetExperiment(AsyncActorExperiment[None]):
     calls queued behind a blocked loop look concurrent there."""
 
     facts_type = type(None)
+    shares_driver = True
     CALLS = 8
     REPLY_SECONDS = 0.2
 

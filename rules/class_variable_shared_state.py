@@ -258,6 +258,7 @@ class ClassVariableExperiment(ReproductionExperiment[ClassFacts]):
     argument of the constructor)."""
 
     facts_type = ClassFacts
+    shares_driver = True
 
     def model(self, subject: Subject) -> Plan:
         facts = self.facts(subject)

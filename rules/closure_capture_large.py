@@ -38,6 +38,7 @@ class ClosureCaptureLargeExperiment(Experiment[None]):
     It needs nothing of the finding."""
 
     facts_type = type(None)
+    shares_driver = True
     # By wall time alone: both variants run the same tasks, so Ray's timeline shows no more running at once in
     # B; what B saves is pickling the object into the function, exporting it through the GCS and importing it
     # in each worker.

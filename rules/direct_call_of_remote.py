@@ -58,6 +58,7 @@ class DirectCallExperiment(ReproductionExperiment[DirectCall]):
     same kind of call (remote function, actor class or actor method) made directly and through `.remote`."""
 
     facts_type = DirectCall
+    shares_driver = True
     expected = r"cannot be called directly|cannot be instantiated directly"
 
     def model(self, subject: Subject) -> Plan:

@@ -174,6 +174,7 @@ class SetupPerBatchExperiment(Experiment[SetupFacts]):
     function deployment, 20 requests to it against the same load in a class deployment's `__init__`."""
 
     facts_type = SetupFacts
+    shares_driver = True
     more_parallelism = False  # the fix saves repeated set-up, not by running more at once
     BATCHES = 100
     REQUESTS = 20

@@ -24,6 +24,7 @@ class FilterExprExperiment(Experiment[None]):
     "Use 'expr' instead of 'fn'" warning, when A logs it, is quoted. It needs nothing of the finding."""
 
     facts_type = type(None)
+    shares_driver = True
     more_parallelism = False  # the same tasks run in both: B saves the per-row Python calls
     ROWS = 600_000
 

@@ -338,6 +338,7 @@ class GetApiMisuseExperiment(ReproductionExperiment[GetMisuse]):
     valid call. A negative timeout runs in a driver of its own, since Ray aborts the process."""
 
     facts_type = GetMisuse
+    shares_driver = True
     expected = (
         r"Invalid type of object refs|Attempting to call `get` on the value"
         r"|get\(\) takes 1 positional argument|get\(\) got an unexpected keyword"

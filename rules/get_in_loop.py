@@ -85,6 +85,7 @@ class GetInLoopExperiment(Experiment[LoopFacts]):
     duration."""
 
     facts_type = LoopFacts
+    shares_driver = True
     TASK_SECONDS = 0.25
     ASSUMED_ITERATIONS = 8
 

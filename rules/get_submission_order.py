@@ -71,6 +71,7 @@ class SubmissionOrderExperiment(Experiment[None]):
     the tasks still running."""
 
     facts_type = type(None)
+    shares_driver = True
     STRAGGLER_SECONDS = 1.0
     SHORT_TASKS = 10
     SHORT_SECONDS = 0.05

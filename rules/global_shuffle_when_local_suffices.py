@@ -27,6 +27,7 @@ class LocalShuffleExperiment(Experiment[None]):
     local shuffle buffer. It needs nothing of the finding."""
 
     facts_type = type(None)
+    shares_driver = True
     more_parallelism = False  # B runs fewer tasks: it skips the shuffle's all-to-all exchange
     ROWS = 60_000
     WIDTH = 256  # int64 items: 2 KB rows

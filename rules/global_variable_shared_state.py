@@ -432,6 +432,7 @@ class GlobalVariableExperiment(ReproductionExperiment[GlobalFacts]):
     driver reads (the fix returns the values)."""
 
     facts_type = GlobalFacts
+    shares_driver = True
 
     def model(self, subject: Subject) -> Plan:
         facts = self.facts(subject)

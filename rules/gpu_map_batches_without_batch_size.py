@@ -19,6 +19,7 @@ class MissingBatchSizeExperiment(ReproductionExperiment[None]):
     before anything runs, so no GPU is needed to see its error (nor is the dataset executed)."""
 
     facts_type = type(None)
+    shares_driver = True
     expected = r"You must provide `batch_size` to `map_batches` when requesting GPUs"
 
     def model(self, subject: Subject) -> Plan:

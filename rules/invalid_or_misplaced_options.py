@@ -198,6 +198,7 @@ class InvalidOrMisplacedOptionsExperiment(ReproductionExperiment[OptionsFacts]):
     entry point and the fix of this finding leaves no other in the file (Ray stops at the first)."""
 
     facts_type = OptionsFacts
+    shares_driver = True
     expected = (
         r"(?m)Invalid option keyword|decorator must be applied|Unexpected keyword argument to @ray\.method"
         r"|is not supported in '\.options\(\)'|positional argument|must be specified to use `get_if_exists`"

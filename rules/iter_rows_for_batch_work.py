@@ -146,6 +146,7 @@ class RowsVsBatchesExperiment(Experiment[None]):
     iteration is timed, so the difference is the per-row Python of the hand-made batches."""
 
     facts_type = type(None)
+    shares_driver = True
     more_parallelism = False  # the same blocks are read; the fix saves per-row Python on the driver
     ROWS = 500_000
     COLUMNS = 10  # rows as wide as a small feature table: `iter_rows` builds a dict of every column per row

@@ -31,6 +31,7 @@ class LargeArgByValueRepeatedExperiment(Experiment[None]):
     the code's is."""
 
     facts_type = type(None)
+    shares_driver = True
     # By wall time alone: both variants run the same tasks, so Ray's timeline shows no more running at once in
     # B; what B saves is serializing and storing the object once per call.
     more_parallelism = False

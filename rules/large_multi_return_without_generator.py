@@ -78,6 +78,7 @@ class LargeMultiReturnExperiment(Experiment[LargeReturnFacts]):
     call. N is the code's count of large values (at most 6), or 4 when the code does not say."""
 
     facts_type = LargeReturnFacts
+    shares_driver = True
     rounds = 1  # the heap's peak does not vary by run
     MB = 20
     ASSUMED = 4

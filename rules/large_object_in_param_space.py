@@ -34,6 +34,7 @@ class LargeObjectInParamSpaceExperiment(Experiment[None]):
     `fit()` on. Small enough to finish in the verifier's 60 s on a busy 2-core machine."""
 
     facts_type = type(None)
+    shares_driver = True
     more_parallelism = False  # the trials are the same; A pays for copies of the config, not for less overlap
     MB = 8
     TRIALS = 2

@@ -44,6 +44,7 @@ class ReportPayloadExperiment(Experiment[None]):
     score alone; timed from `fit()` on. Tune's driver handles and logs (JSON, CSV) every result."""
 
     facts_type = type(None)
+    shares_driver = True
     more_parallelism = False  # the trials are the same; A pays for moving and logging results, not for less overlap
     MB = 8
     TRIALS = 2

@@ -46,6 +46,7 @@ class LocalModeExperiment(ReproductionExperiment[LocalModeValue]):
     it (the probe's connection) running a task in a worker process."""
 
     facts_type = LocalModeValue
+    shares_driver = True
     expected = r"`local_mode` is no longer supported"
 
     def plan(self, subject: Subject) -> Plan:

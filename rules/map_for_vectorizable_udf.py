@@ -159,6 +159,7 @@ class MapVsBatchesExperiment(Experiment[None]):
     a time with `map_batches`: the difference is Ray Data's per-row Python overhead."""
 
     facts_type = type(None)
+    shares_driver = True
     more_parallelism = False  # the fix saves per-row overhead; both run as many tasks
     ROWS = 200_000
 

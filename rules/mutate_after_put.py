@@ -82,6 +82,7 @@ class MutateAfterPutExperiment(ReproductionExperiment[PutFacts]):
     the fix changes it before the `ray.put`."""
 
     facts_type = PutFacts
+    shares_driver = True
 
     def model(self, subject: Subject) -> Plan:
         facts = self.facts(subject)

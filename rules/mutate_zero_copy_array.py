@@ -140,6 +140,7 @@ class ZeroCopyExperiment(ReproductionExperiment[ZeroCopyFacts]):
     need numpy where the variants run."""
 
     facts_type = ZeroCopyFacts
+    shares_driver = True
     # numpy's words vary with the write: "assignment destination is read-only" (item assignment),
     # "output array is read-only" (`+=`, `out=`), "sort array is read-only", "cannot resize ...". At the
     # start of a line: the error itself, not a line of source quoted in the traceback.

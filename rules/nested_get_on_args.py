@@ -71,6 +71,7 @@ class NestedGetExperiment(Experiment[NestedFacts]):
     nothing, so the nested form can look more parallel where it is only more idle."""
 
     facts_type = NestedFacts
+    shares_driver = True
     TASKS = 200
     ASSUMED_REFS = 3
 

@@ -33,6 +33,7 @@ class PickledTrainableExperiment(Experiment[None]):
     same way as a partial."""
 
     facts_type = type(None)
+    shares_driver = True
     more_parallelism = False  # the trials are the same; A pays for copies of the trainable, not for less overlap
     MB = 40
     TRIALS = 4

@@ -341,6 +341,7 @@ class RedefineRemoteInLoopExperiment(Experiment[None]):
     of one remote function made before the loop (the fix). It needs nothing of the finding."""
 
     facts_type = type(None)
+    shares_driver = True
     # By wall time alone: both variants run the same tasks, so Ray's timeline shows no more running at once in
     # B; what B saves is the export of a new function (pickled, sent to the GCS, imported by a worker) per
     # iteration.

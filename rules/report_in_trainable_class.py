@@ -50,6 +50,7 @@ class ReportInTrainableClassExperiment(ReproductionExperiment[None]):
     never reaches the results, which is what A shows."""
 
     facts_type = type(None)
+    shares_driver = True
     least_timeout_s = 120.0  # a Tune run: its controller and a trial actor start first
 
     def model(self, subject: Subject) -> Plan:

@@ -7,19 +7,19 @@ import libcst as cst
 from ray_lint.diagnostics import Severity
 from ray_lint.experiment import Plan, ReproductionExperiment, Subject, Variant, script
 from ray_lint.libraries import TRAIN_TOKENS, TRAINER_CALL_TOKENS
-from ray_lint.libraries.train import TORCH_TRAINER_LIBRARIES, TRAIN_RUN_TIMEOUT_S, TrainFacts, rank_guard
+from ray_lint.libraries.train import QUICK_CONTROLLER, TORCH_TRAINER_LIBRARIES, TRAIN_RUN_TIMEOUT_S, TrainFacts, rank_guard
 from ray_lint.model import SemanticModel
 from ray_lint.python_model import iter_subtree
 from ray_lint.rule import Context, Invalid, Rule, Valid
 
 REPORTS = frozenset({"ray.train.report", "ray.train.v2.api.train_fn_utils.report"})
 # How long after a worker finished its loop `fit()` may take to return before the run counts as hung: a
-# finished run returns in a second or two, once the controller sees every worker done.
-HANG_S = 30
+# finished run returns within a second, once the controller (`QUICK_CONTROLLER`) sees every worker done.
+HANG_S = 15
 # A 2-worker CPU TorchTrainer whose workers report twice when `{reports}` holds, then leave a file in
 # FINISHED. `fit()` runs in a daemon thread: the driver waits for a worker to finish its loop, then up to
 # HANG_S for `fit()`; a run that never returns is torn down with the job when the variant's process ends.
-UNEVEN_REPORTS_MODEL = """\
+UNEVEN_REPORTS_MODEL = QUICK_CONTROLLER + """\
 import tempfile
 import threading
 

@@ -54,6 +54,7 @@ class ResourcesDictCpuGpuExperiment(ReproductionExperiment[ResourcesFacts]):
     the task. The user's script runs instead when it has an entry point and this is the file's only such dict."""
 
     facts_type = ResourcesFacts
+    shares_driver = True
     expected = (
         r"Use the 'num_cpus' and 'num_gpus' keyword instead of 'CPU' and 'GPU' in 'resources' keyword"
         r"|cannot be a custom resource because it is one of the default resources"

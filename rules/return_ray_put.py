@@ -61,6 +61,7 @@ class ReturnRayPutExperiment(Experiment[None]):
     against the same tasks returning the value (the fix). It needs nothing of the finding."""
 
     facts_type = type(None)
+    shares_driver = True
     # By wall time alone: both variants run the same tasks, so Ray's timeline shows no more running at once in
     # B; what B saves is a `ray.put` per task, a second `ray.get` per result, and values that are no longer
     # inlined in the task's reply.

@@ -106,6 +106,7 @@ class ShortGpuTasksExperiment(Experiment[GpuTaskFacts]):
     enough: the cost is the worker start-up, which a real GPU only makes larger (CUDA, the model)."""
 
     facts_type = GpuTaskFacts
+    shares_driver = True
     more_parallelism = False  # the fix saves overhead: fewer tasks or processes, not more at once
     TASKS = 4
 

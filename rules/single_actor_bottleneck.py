@@ -31,6 +31,7 @@ class SingleActorBottleneckExperiment(Experiment[CallFacts]):
     so this is the comparison its docs recommend, with calls of a known duration."""
 
     facts_type = CallFacts
+    shares_driver = True
 
     CALL_SECONDS = 0.25
     ASSUMED_CALLS = 8

@@ -82,7 +82,7 @@ def probe():
         if callable(getattr(value, close, None)):
             closing = threading.Thread(target=getattr(value, close), daemon=True)
             closing.start()
-            closing.join(10)
+            closing.join(2)  # a healthy pool closes in milliseconds
     for process in processes:
         if callable(getattr(process, "kill", None)) and process.is_alive():  # a ThreadPool's workers are threads
             process.kill()

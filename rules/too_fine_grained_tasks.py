@@ -299,6 +299,7 @@ class TooFineGrainedTasksExperiment(Experiment[TinyLoopFacts]):
     ones: RAY020 has no fix to apply, so this is the comparison its docs recommend."""
 
     facts_type = TinyLoopFacts
+    shares_driver = True
     more_parallelism = False  # the fix saves overhead: fewer tasks or processes, not more at once
     MAX_TASKS = 2000
     BATCHES = 4

@@ -55,6 +55,7 @@ class UnreservedChildExperiment(ReproductionExperiment[None]):
     default, filled by the trainable itself), and reserving a second bundle for the task."""
 
     facts_type = type(None)
+    shares_driver = True
     expected = r"No trial resources are available for launching the task"
 
     def model(self, subject: Subject) -> Plan:

@@ -93,6 +93,7 @@ class StreamingExperiment(Experiment[None]):
     consumer, so the two totals came out alike. The wait, and the blocks pinned meanwhile, are the cost.)"""
 
     facts_type = type(None)
+    shares_driver = True
     more_parallelism = False  # the same tasks run; what the fix gains is not waiting for all of them
     BLOCKS = 20
     MAP_SECONDS = 0.2

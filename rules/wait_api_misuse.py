@@ -137,6 +137,7 @@ class WaitApiMisuseExperiment(ReproductionExperiment[WaitMisuse]):
     `num_returns`, a bad argument) passed to `ray.wait` on two small tasks, against the valid call."""
 
     facts_type = WaitMisuse
+    shares_driver = True
     expected = (
         r"wait\(\) expected a list|must be nonnegative|unique ray_waitables|Invalid number of objects to return"
         r"|num_returns cannot be greater|wait\(\) takes 1 positional argument|wait\(\) got an unexpected keyword"

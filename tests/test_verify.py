@@ -239,6 +239,80 @@ def test_a_hanging_script_is_inconclusive_and_leaves_the_cluster_usable(cluster:
     assert_cluster_still_works(cluster, tmp_path / "after")
 
 
+# Models run one after another in one shared driver (one Ray job): each sees the driver as the last left it,
+# less its environment, working directory and warning filters, and with the CPUs and GPUs its actors held
+# free again. One that ends the driver, hangs, or keeps an actor is reported as it would be alone, and the
+# next one gets a new driver.
+SHARED_STATE = """
+import os, warnings
+import ray
+leaked = os.environ.get("RAY_LINT_TEST_LEAK")
+os.environ["RAY_LINT_TEST_LEAK"] = "set by a variant"
+warnings.warn("shown to every variant", UserWarning)
+__ray_lint_result__ = (ray.get_runtime_context().get_job_id(), os.getpid(), leaked)
+"""
+HOLDS_GPUS = """
+import os, sys
+import ray
+
+@ray.remote(num_gpus=1)
+class Model:
+    def ready(self):
+        return os.getpid()
+
+models = [Model.remote() for _ in range(2)]  # every GPU and, while they live, every CPU
+ray.get([m.ready.remote() for m in models])
+{keep}
+__ray_lint_result__ = os.getpid()
+"""
+NEEDS_A_GPU = """
+import os
+import ray
+
+@ray.remote(num_gpus=1)
+def infer():
+    return "ran"
+
+__ray_lint_result__ = (ray.get(infer.remote(), timeout=20), os.getpid())
+"""
+
+
+def test_a_shared_driver_isolates_its_variants_and_outlives_none_that_crash_hang_or_hold(cluster: Cluster, tmp_path: Path) -> None:
+    from ray_lint.experiment import Variant
+    from ray_lint.verify.runner import SharedDriver, run_variant
+
+    shared = SharedDriver(cluster, tmp_path)
+
+    def run(source: str, timeout: float = 60) -> Run:
+        return run_variant(cluster, Variant("model", source), str(tmp_path / "model.py"), timeout, tmp_path, user_code=False, timed=False, shared=shared)
+
+    def driver_of(run: Run) -> int:
+        assert run.ok and run.value is not None, run.error
+        value = eval(run.value)
+        return value[1] if isinstance(value, tuple) else value
+
+    try:
+        first, second = run(SHARED_STATE), run(SHARED_STATE)
+        assert eval(second.value) == (eval(first.value)[0], driver_of(first), None)  # the same job; its environment restored
+        assert "shown to every variant" in first.output_tail and "shown to every variant" in second.output_tail
+        dropped = run(HOLDS_GPUS.format(keep=""))
+        assert eval(run(NEEDS_A_GPU).value) == ("ran", driver_of(first))  # the GPUs came back with the dropped actors
+        kept = run(HOLDS_GPUS.format(keep="sys.kept_by_the_test = models  # out of the variant's reach"))
+        needs = run(NEEDS_A_GPU)  # in a new driver: the old one's job, and the actors it kept, ended
+        assert driver_of(dropped) == driver_of(kept) == driver_of(first) != driver_of(needs)
+        crashed = run("import os\nos._exit(3)\n")
+        assert not crashed.ok and crashed.error.endswith("exited with status 3"), crashed.error
+        hung = run("import time\ntime.sleep(600)\n", timeout=5)
+        assert hung.timed_out and not hung.ok
+        after = run(SHARED_STATE)
+        drivers = {driver_of(first), driver_of(needs), driver_of(after)}
+        assert len(drivers) == 3, drivers  # the crash and the hang each ended a driver
+    finally:
+        shared.close()
+    assert not [p for p in drivers if psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE]
+    assert_cluster_still_works(cluster, tmp_path / "after")
+
+
 @pytest.mark.parametrize(
     "main, reason",
     [("raise ValueError('needs data')", "ValueError: needs data"), ("sys.exit(3)", "SystemExit(3)")],

@@ -270,7 +270,10 @@ def reads_rank(test: cst.BaseExpression) -> bool:
 # shared with the other variant (28 s alone on a quiet machine).
 TRAIN_RUN_TIMEOUT_S = 180.0
 TORCH_TRAINER_LIBRARIES = ("train.torch",)  # what the model imports: `script(..., TORCH_TRAINER_LIBRARIES)`
-TORCH_TRAINER_MODEL = """\
+# Ray Train's controller looks at its workers every 2 s: `fit()` returns up to 2 s after they finish. A model
+# asks for every half second; the driver hands the setting to the controller.
+QUICK_CONTROLLER = 'os.environ.setdefault("RAY_TRAIN_HEALTH_CHECK_INTERVAL_S", "0.5")\n'
+TORCH_TRAINER_MODEL = QUICK_CONTROLLER + """\
 import json
 import tempfile
 

@@ -1,4 +1,5 @@
-"""Runs one variant of an experiment in its own process: `python -m ray_lint.verify.probe SPEC.json`.
+"""Runs one variant of an experiment in its own process, `python -m ray_lint.verify.probe SPEC.json`, or
+many one after another in one (`--serve ADDRESS FLUSH_S`, the spec paths on stdin; see `serve`).
 
 It connects to the verifier's cluster, makes the code's own `ray.init()` and `ray.shutdown()` calls
 harmless (the cluster is shared), runs the code, and writes what happened to the result file named
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import builtins
 import functools
+import gc
 import hashlib
 import importlib.abc
 import importlib.machinery
@@ -25,12 +27,14 @@ import runpy
 import sys
 import time
 import traceback
+import warnings
 from collections.abc import Callable, Sequence
 from importlib.machinery import ModuleSpec
 from types import ModuleType
 from typing import Any
 
 MAX_VALUES = 1000  # return values kept per run, to compare the variants call by call
+RELEASE_S = 5.0  # how long a shared driver waits for what a variant's actors held to be free again
 
 
 class Timer:
@@ -132,55 +136,146 @@ def warm_up(ray: Any, workers: int) -> None:
     ray.get([idle.remote() for _ in range(max(1, workers))])
 
 
-def run(spec: dict[str, Any]) -> dict[str, Any]:
-    os.environ.pop("RAY_ADDRESS", None)
-    import ray
+class Driver:
+    """This process's connection to the verifier's cluster: one Ray job, in which the code's own
+    `ray.init()` and `ray.shutdown()` calls are harmless (the cluster is shared)."""
 
-    ray.init(address=spec["address"], log_to_driver=True)  # Ray's warnings from workers reach the output
-    if spec.get("workers"):
-        warm_up(ray, int(spec["workers"]))
-    connect, disconnect = ray.init, ray.shutdown
+    def __init__(self, address: str) -> None:
+        os.environ.pop("RAY_ADDRESS", None)
+        import ray
 
-    def shared_init(*args: Any, **kwargs: Any) -> Any:
-        return ray.get_runtime_context()
+        ray.init(address=address, log_to_driver=True)  # Ray's warnings from workers reach the output
+        self.ray = ray
+        self.connect, self.disconnect = ray.init, ray.shutdown
 
-    ray.init, ray.shutdown = shared_init, lambda *args, **kwargs: None  # type: ignore[assignment]
-    timer = Timer()
-    builtins.__ray_lint_timer__ = timer  # type: ignore[attr-defined]  # for a module imported by name
-    namespace: dict[str, Any] = {}
-    result: dict[str, Any] = {"ok": True, "error": None}
-    start_epoch, start = time.time(), time.perf_counter()
-    try:
-        namespace = run_code(spec, timer)
-    except SystemExit as exit_:
-        if exit_.code not in (None, 0):
-            result.update(ok=False, error=f"SystemExit({exit_.code!r})")
-    except BaseException:  # the code under test may raise anything; report it
-        result.update(ok=False, error=traceback.format_exc(limit=-3)[-2000:])
-    result["wall_s"] = time.perf_counter() - start
-    result["window"] = [start_epoch, time.time()]
-    if "__ray_lint_timed__" in namespace:  # a modelled variant timed its own critical section
-        begin, end, seconds = namespace["__ray_lint_timed__"]
-        result["wall_s"], result["window"] = seconds, [begin, end]
-    result["value"] = repr(namespace["__ray_lint_result__"])[:2000] if "__ray_lint_result__" in namespace else None
-    if timer.calls:  # the function that holds the finding was instrumented and ran
-        result["wall_s"], result["window"], result["value"] = timer.seconds, timer.window, timer.value()
-    elif spec.get("function") and result["ok"]:
-        what = {"module": f"`python -m {spec.get('module')}`", "tests": "the tests"}.get(spec.get("runner", ""), "the entry point")
-        result.update(ok=False, error=f"{what} never called `{spec['function']}`")
-    result["evidence"] = namespace.get("__ray_lint_evidence__")
-    time.sleep(spec.get("flush_s", 0))  # let the workers send their last task events before the job ends
-    ray.init, ray.shutdown = connect, disconnect  # type: ignore[assignment]
-    disconnect()
-    return result
+        def shared_init(*args: Any, **kwargs: Any) -> Any:
+            return ray.get_runtime_context()
+
+        ray.init, ray.shutdown = shared_init, lambda *args, **kwargs: None  # type: ignore[assignment]
+
+    def run(self, spec: dict[str, Any], release: bool = False) -> dict[str, Any]:
+        """Run one variant and say what happened (see the module's docstring). With `release`, what the
+        variant defined is dropped after it (for the next variant in this job)."""
+        if spec.get("workers"):  # every time: Ray stops idle workers beyond one per CPU within a second or so
+            warm_up(self.ray, int(spec["workers"]))
+        timer = Timer()
+        builtins.__ray_lint_timer__ = timer  # type: ignore[attr-defined]  # for a module imported by name
+        namespace: dict[str, Any] = {}
+        result: dict[str, Any] = {"ok": True, "error": None}
+        start_epoch, start = time.time(), time.perf_counter()
+        try:
+            namespace = run_code(spec, timer)
+        except SystemExit as exit_:
+            if exit_.code not in (None, 0):
+                result.update(ok=False, error=f"SystemExit({exit_.code!r})")
+        except BaseException:  # the code under test may raise anything; report it
+            result.update(ok=False, error=traceback.format_exc(limit=-3)[-2000:])
+        result["wall_s"] = time.perf_counter() - start
+        result["window"] = [start_epoch, time.time()]
+        if "__ray_lint_timed__" in namespace:  # a modelled variant timed its own critical section
+            begin, end, seconds = namespace["__ray_lint_timed__"]
+            result["wall_s"], result["window"] = seconds, [begin, end]
+        result["value"] = repr(namespace["__ray_lint_result__"])[:2000] if "__ray_lint_result__" in namespace else None
+        if timer.calls:  # the function that holds the finding was instrumented and ran
+            result["wall_s"], result["window"], result["value"] = timer.seconds, timer.window, timer.value()
+        elif spec.get("function") and result["ok"]:
+            what = {"module": f"`python -m {spec.get('module')}`", "tests": "the tests"}.get(spec.get("runner", ""), "the entry point")
+            result.update(ok=False, error=f"{what} never called `{spec['function']}`")
+        result["evidence"] = namespace.get("__ray_lint_evidence__")
+        if release:
+            # Ray keeps the variant's remote functions and actor classes, and with them the globals they were
+            # defined in: emptied, those release the variant's actors and objects.
+            namespace.clear()
+        return result
+
+    def close(self, flush_s: float) -> None:
+        time.sleep(flush_s)  # let the workers send their last task events before the job ends
+        self.ray.init, self.ray.shutdown = self.connect, self.disconnect  # type: ignore[assignment]
+        self.disconnect()
+
+
+def run(spec: dict[str, Any]) -> None:
+    """One variant in a process of its own: its own Ray job. The result is written before the job ends: a
+    thread the code left running may end the process once Ray is shut down."""
+    driver = Driver(spec["address"])
+    _write(spec["result"], driver.run(spec))
+    driver.close(spec.get("flush_s", 0))
+
+
+def serve(address: str, flush_s: float) -> None:
+    """Run the variants whose spec paths arrive on stdin, one by one, in one Ray job: a model that leaves
+    nothing behind needs no process and no workers of its own. Each variant's output goes to its spec's
+    "output" file; "done" on the original stdout says its result file is written. The environment, the
+    working directory, `sys.path` and the warning filters are restored after each variant. A variant whose
+    actors or placement groups still hold CPUs or GPUs `RELEASE_S` after it ends ends the job ("done,
+    restart"): the next variant gets the cluster as free as this one found it."""
+    control = os.fdopen(os.dup(1), "w", buffering=1)
+    driver: Driver | None = None
+    for line in sys.stdin:
+        with open(line.strip(), encoding="utf-8") as handle:
+            spec = json.load(handle)
+        _redirect_output(spec["output"])
+        if driver is None:
+            driver = Driver(address)
+        environment, directory, path = dict(os.environ), os.getcwd(), list(sys.path)
+        free = _free(driver.ray)
+        with warnings.catch_warnings():  # a warning shown once per place shows again to the next variant
+            os.chdir(spec["cwd"])
+            sys.path.insert(0, spec["cwd"])
+            result = driver.run(spec, release=True)
+        os.environ.clear()
+        os.environ.update(environment)
+        os.chdir(directory)
+        sys.path[:] = path
+        gc.collect()  # the variant's actors and objects go with its last references
+        released = _released(driver.ray, free)
+        _write(spec["result"], result)
+        control.write("done\n" if released else "done, restart\n")
+        if not released:
+            break
+    if driver is not None:
+        driver.close(flush_s)
+
+
+def _write(path: str, result: dict[str, Any]) -> None:
+    with open(path, "w", encoding="utf-8") as handle:
+        json.dump(result, handle, default=repr)
+
+
+def _free(ray: Any) -> dict[str, float]:
+    """The cluster's free CPUs and GPUs."""
+    available = ray.available_resources()
+    return {name: available.get(name, 0.0) for name in ("CPU", "GPU")}
+
+
+def _released(ray: Any, free: dict[str, float]) -> bool:
+    """Whether the cluster is back to `free` (Ray stops a dropped actor shortly after its last handle goes)."""
+    deadline = time.monotonic() + RELEASE_S
+    while True:
+        now = _free(ray)
+        if all(now[name] >= amount - 1e-6 for name, amount in free.items()):
+            return True
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+
+
+def _redirect_output(path: str) -> None:
+    """Send this process's stdout and stderr (Python's and the file descriptors') to `path`."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.dup2(descriptor, 1)
+    os.dup2(descriptor, 2)
+    os.close(descriptor)
 
 
 def main() -> None:
+    if sys.argv[1] == "--serve":
+        serve(sys.argv[2], float(sys.argv[3]))
+        return
     with open(sys.argv[1], encoding="utf-8") as handle:
-        spec = json.load(handle)
-    result = run(spec)
-    with open(spec["result"], "w", encoding="utf-8") as handle:
-        json.dump(result, handle, default=repr)
+        run(json.load(handle))
 
 
 if __name__ == "__main__":

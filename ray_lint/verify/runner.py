@@ -11,10 +11,12 @@ import functools
 import json
 import os
 import re
+import select
 import signal
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import suppress
@@ -179,18 +181,30 @@ def run_jobs(
     trace_dir: Path | None = None,
 ) -> list[Verdict]:
     """Run every job's variants interleaved A B A B, then judge them against Ray's timeline. Findings
-    whose plans are the same (a model replayed with the same counts) share one set of runs."""
+    whose plans are the same (a model replayed with the same counts) share one set of runs. The models
+    that may share a driver (`Experiment.shares_driver`) share one, but for timed ones: a driver each."""
     done: dict[tuple[type[Experiment], Plan], Job] = {}
     with tempfile.TemporaryDirectory(prefix="ray-lint-verify-") as scratch:
-        for job in jobs:
-            key = (type(job.experiment), job.plan)
-            if key in done:
-                twin = done[key]
-                job.plan, job.a, job.b = twin.plan, twin.a, twin.b
-            else:
-                run_job(job, cluster, repeat, timeout, Path(scratch))
-                done[key] = job
-            progress(job.subject.path)
+        shared = SharedDriver(cluster, Path(scratch))
+        try:
+            for job in jobs:
+                key = (type(job.experiment), job.plan)
+                if key in done:
+                    twin = done[key]
+                    job.plan, job.a, job.b = twin.plan, twin.a, twin.b
+                else:
+                    # A timed model's variants share a driver of their own: what other models' runs leave to Ray
+                    # (idle workers it stops, objects it frees) would slow one of them and not the other.
+                    driver = SharedDriver(cluster, Path(scratch)) if job.experiment.timed else shared
+                    try:
+                        run_job(job, cluster, repeat, timeout, Path(scratch), driver)
+                    finally:
+                        if driver is not shared:
+                            driver.close()
+                    done[key] = job
+                progress(job.subject.path)
+        finally:
+            shared.close()
     events = cluster.timeline()
     verdicts = []
     for number, job in enumerate(jobs):
@@ -203,25 +217,36 @@ def run_jobs(
     return verdicts
 
 
-def run_job(job: Job, cluster: Cluster, repeat: int, timeout: float, scratch: Path) -> None:
+def run_job(job: Job, cluster: Cluster, repeat: int, timeout: float, scratch: Path, shared: SharedDriver | None = None) -> None:
     """A B pairs: the experiment's `rounds` (else `repeat`), fewer when the first settles the verdict, or until
     a run fails; untimed pairs run side by side. A variant that times out is not
     run again, and its fixed form is not run after it. When the code cannot run as is (its first run
-    raises or exits, rather than hanging), the next plan (its tests, then the rule's model) takes its place and says why."""
+    raises or exits, rather than hanging), the next plan (its tests, then the rule's model) takes its place and says why.
+    A model whose experiment `shares_driver` runs in the `shared` driver, its variants one after the other
+    (a timed one's first pair B A)."""
 
     timed = job.experiment.timed
     limit = max(timeout, job.experiment.least_timeout_s)
 
+    def in_shared() -> bool:
+        return shared is not None and job.experiment.shares_driver and not job.plan.runs_user_code
+
     def run(variant: Variant) -> Run:
         plan = job.plan
-        return run_variant(cluster, variant, job.subject.path, limit, scratch, plan.runner, plan.runs_user_code, timed)
+        driver = shared if in_shared() else None
+        return run_variant(cluster, variant, job.subject.path, limit, scratch, plan.runner, plan.runs_user_code, timed, driver)
 
     def pair() -> bool:
-        if not timed and job.experiment.side_by_side:  # A and B run at once: a hang costs one time limit for both
+        if not timed and job.experiment.side_by_side and not in_shared():  # A and B run at once: a hang costs one time limit for both
             with ThreadPoolExecutor(max_workers=2) as pool:
                 a, b = pool.map(run, (job.plan.a, job.plan.b))
             job.a.append(a)
             job.b.append(b)
+        elif timed and in_shared() and not job.a:
+            # The fixed form first: what a job does once (an import, a library's lazy set-up) then slows the
+            # fix, not the flagged form, and the ratio errs low.
+            job.b.append(run(job.plan.b))
+            job.a.append(run(job.plan.a))
         else:
             job.a.append(run(job.plan.a))
             if job.a[-1].timed_out:  # the fixed form would most likely hang the same way (a driver stuck before
@@ -251,15 +276,17 @@ def _attempt(plan: Plan) -> str:
 
 def run_variant(
     cluster: Cluster, variant: Variant, path: str, timeout: float, scratch: Path, runner: Runner = Runner(), user_code: bool = True,
-    timed: bool = True,
+    timed: bool = True, shared: SharedDriver | None = None,
 ) -> Run:
-    """One variant in its own process, in its own session so that everything it starts can be
-    killed; output goes to a file of which only the tail is kept."""
+    """One variant, in its own process (in its own session, so that everything it starts can be killed),
+    or in the `shared` driver; output goes to a file of which only the tail is kept."""
     handle, spec_path = tempfile.mkstemp(suffix=".json", dir=scratch)
     os.close(handle)
     result_path, output_path = spec_path + ".result", spec_path + ".out"
+    directory = runner.cwd or str(Path(path).resolve().parent)
     spec = {
         "address": cluster.address, "source": variant.source, "path": str(Path(path).resolve()), "result": result_path,
+        "output": output_path, "cwd": directory,
         "filename": str(Path(path).resolve()) if user_code else MODEL_FILENAME,  # a model's traceback quotes no line of the user's file
         # A timed run starts its workers before the clock and leaves its task events time to reach the timeline.
         "workers": int(cluster.num_cpus) if timed else 0, "flush_s": cluster.event_flush_s if timed else 0,
@@ -267,8 +294,30 @@ def run_variant(
         "basetemp": spec_path + ".pytest",  # the tests' tmp_path folders: in the scratch folder, removed with it
     }
     Path(spec_path).write_text(json.dumps(spec), encoding="utf-8")
+    if shared is not None:
+        timed_out, status = shared.run(spec_path, timeout)
+    else:
+        timed_out, status = _run_alone(cluster, spec_path, output_path, directory, runner, timeout)
+    tail, warnings = _tail(output_path), _ray_warnings(output_path)
+    if timed_out:
+        return Run(False, f"timed out after {timeout:g} s", timeout, timed_out=True, output_tail=tail)
+    try:
+        data: dict[str, Any] = json.loads(Path(result_path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        # The status goes last: verdicts quote an error's last line, which must not be a line of output.
+        error = f"{tail[-300:].rstrip()}\nthe variant's process exited with status {status}".lstrip()
+        return Run(False, error, 0.0, output_tail=tail)
+    return Run(
+        data["ok"], data["error"], data["wall_s"], tuple(data["window"]), data["value"], data["evidence"],
+        output_tail=tail, ray_warnings=warnings,
+    )
+
+
+def _run_alone(
+    cluster: Cluster, spec_path: str, output_path: str, directory: str, runner: Runner, timeout: float,
+) -> tuple[bool, int | None]:
+    """The variant in a process of its own: whether it timed out, and its exit status."""
     env = cluster.environment()
-    directory = runner.cwd or str(Path(path).resolve().parent)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [runner.path_entry or directory, env.get("PYTHONPATH")]))
     if runner.kind != "script":
         env["PYTHONDONTWRITEBYTECODE"] = "1"  # the user's project is left as it was: no new __pycache__
@@ -285,19 +334,61 @@ def run_variant(
             timed_out = True
         finally:
             _kill_group(process)
-    tail, warnings = _tail(output_path), _ray_warnings(output_path)
-    if timed_out:
-        return Run(False, f"timed out after {timeout:g} s", timeout, timed_out=True, output_tail=tail)
-    try:
-        data: dict[str, Any] = json.loads(Path(result_path).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        # The status goes last: verdicts quote an error's last line, which must not be a line of output.
-        error = f"{tail[-300:].rstrip()}\nthe variant's process exited with status {process.returncode}".lstrip()
-        return Run(False, error, 0.0, output_tail=tail)
-    return Run(
-        data["ok"], data["error"], data["wall_s"], tuple(data["window"]), data["value"], data["evidence"],
-        output_tail=tail, ray_warnings=warnings,
-    )
+    return timed_out, process.returncode
+
+
+class SharedDriver:
+    """One probe process that runs variants one after another in one Ray job (`probe.serve`). A model that
+    leaves nothing behind then costs no process start, no connection and no new workers: about a second
+    and a half each. A variant that times out or ends the process takes it down; the next one starts
+    another."""
+
+    def __init__(self, cluster: Cluster, scratch: Path) -> None:
+        self.cluster, self.scratch = cluster, scratch
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def run(self, spec_path: str, timeout: float) -> tuple[bool, int | None]:
+        """Run the variant of `spec_path`: whether it timed out, and the exit status if the process ended."""
+        process = self.process = self.process or self._start()
+        assert process.stdin is not None and process.stdout is not None
+        with suppress(BrokenPipeError):
+            process.stdin.write(spec_path.encode() + b"\n")
+            process.stdin.flush()
+        deadline = time.monotonic() + timeout
+        while True:
+            ready, _, _ = select.select([process.stdout], [], [], max(0.0, deadline - time.monotonic()))
+            if not ready:
+                self.close(wait_s=0)
+                return True, None
+            line = process.stdout.readline()
+            if line in (b"done\n", b"done, restart\n"):
+                if line != b"done\n":  # the variant left CPUs or GPUs taken: its job ends with it
+                    self.close()
+                return False, None
+            if not line:  # the variant ended the process
+                self.close(wait_s=10)
+                return False, process.returncode
+
+    def _start(self) -> subprocess.Popen[bytes]:
+        with open(self.scratch / "shared-driver.log", "ab") as log:
+            return subprocess.Popen(
+                [sys.executable, "-m", "ray_lint.verify.probe", "--serve", self.cluster.address, str(self.cluster.event_flush_s)],
+                cwd=self.scratch, env=self.cluster.environment(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                stderr=log, start_new_session=True, bufsize=0,
+            )
+
+    def close(self, wait_s: float = 30.0) -> None:
+        """End the job (its workers' last task events sent first), and kill whatever is left of it."""
+        process, self.process = self.process, None
+        if process is None:
+            return
+        assert process.stdin is not None and process.stdout is not None
+        with suppress(BrokenPipeError):
+            process.stdin.close()
+        with suppress(subprocess.TimeoutExpired):
+            process.wait(timeout=wait_s)
+        _kill_group(process)
+        process.stdout.close()
 
 
 def _kill_group(process: subprocess.Popen[bytes]) -> None:
