@@ -3,8 +3,9 @@
 A rule declares `experiment = SomeExperiment()` next to its detection code. The experiment plans
 two variants for one finding: A, the code as the rule flagged it, and B, the fixed code (or, for
 rules without a fix, the comparison the rule's docs recommend). The verifier runs them, interleaved,
-in their own processes (a model that leaves nothing behind in a driver it shares: `shares_driver`),
-and hands the runs back to the experiment to judge.
+in their own processes (a model that leaves nothing behind in a driver it shares: `shares_driver`;
+one whose failure no load can fake at the same time as another: `beside_others`), and hands the
+runs back to the experiment to judge.
 
 Three kinds of plan, always named in the verdict:
 - "measured": the user's own code (its entry point, or its tests), as written and with the fix;
@@ -335,6 +336,10 @@ class Experiment(Generic[Facts]):
     # each in a process of its own: for a model that changes nothing in the driver or its workers and leaves
     # no task, actor or placement group running behind it. The user's code always runs alone.
     shares_driver = False
+    # Whether an untimed model's job may run at the same time as another such job: for a model whose
+    # failure no other job's load can fake (an error at decoration, a request no node can ever meet).
+    # A job that shows no problem that way runs again alone, so a load that hides the failure costs a rerun.
+    beside_others = False
     facts_type: type[Facts]
 
     def facts(self, subject: Subject) -> Facts:

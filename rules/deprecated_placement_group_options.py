@@ -132,6 +132,7 @@ class PlacementGroupOptionsExperiment(ReproductionExperiment[PlacementFacts]):
 
     facts_type = PlacementFacts
     expected = r"parameter is deprecated\. Use scheduling_strategy=|Placement groups should be specified via the scheduling_strategy"
+    beside_others = True  # the warning or error comes at `.options()`, before any scheduling
 
     def plan(self, subject: Subject) -> Plan | str:
         return self.model(subject)

@@ -52,6 +52,7 @@ class DriverEnvThreadOverrideExperiment(EvidenceExperiment[SettingFacts]):
     (what `ray.init` after `os.environ[...] = ...` gives a local cluster's workers)."""
 
     facts_type = SettingFacts
+    beside_others = True  # the setting is read back as given, not counted
 
     def plan(self, subject: Subject) -> Plan | str:
         facts = self.facts(subject)

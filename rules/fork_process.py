@@ -70,6 +70,7 @@ class ForkProcessExperiment(ReproductionExperiment[ForkSite]):
     what make it possible."""
 
     facts_type = ForkSite
+    beside_others = True  # a forked child holds its parent's sockets, however busy the cluster
 
     def plan(self, subject: Subject) -> Plan:
         """Always the model: the script as written usually runs fine (the corruption is rare), which

@@ -29,6 +29,7 @@ class GpuWithoutNumGpusExperiment(GpuVisibilityExperiment):
     request = "(num_gpus=1)"
     shape = "a task's CUDA_VISIBLE_DEVICES and ray.get_gpu_ids(), without and with num_gpus"
     not_shown = "this Ray hides the GPUs from a task that requests none"
+    beside_others = True  # what a task is told of GPUs does not depend on load
 
     def exposure(self, seen: str | None) -> str | None:
         return None if seen in ("", None) else f"the task gets no GPU from Ray yet sees {seen!r}, every GPU of the node"

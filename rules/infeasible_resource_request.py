@@ -87,6 +87,7 @@ class InfeasibleResourceRequestExperiment(ReproductionExperiment[ShortfallFacts]
     same with its bundles; a STRICT_SPREAD group of several bundles against the same group packed."""
 
     facts_type = ShortfallFacts
+    beside_others = True  # the flagged request exceeds the cluster's total, not what is free
 
     def model(self, subject: Subject) -> Plan:
         facts = self.facts(subject)

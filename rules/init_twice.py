@@ -166,6 +166,7 @@ class InitTwiceExperiment(ReproductionExperiment[None]):
 
     facts_type = type(None)
     expected = r"Maybe you called ray.init twice by accident"
+    beside_others = True  # the second `ray.init` raises whatever else runs
 
     def plan(self, subject: Subject) -> Plan:
         """Always the model: the script's own `ray.init` calls are stand-ins when a variant runs, so the

@@ -101,6 +101,7 @@ class IsInitializedExperiment(ReproductionExperiment[GuardFacts]):
     the difference."""
 
     facts_type = GuardFacts
+    beside_others = True  # the function object is true whatever else runs
 
     def plan(self, subject: Subject) -> Plan:
         return self.model(subject)

@@ -97,6 +97,7 @@ class NodeIpResourcePinningExperiment(ReproductionExperiment[PinFacts]):
     elsewhere. For a bundle, B is the same bundle without the pin."""
 
     facts_type = PinFacts
+    beside_others = True  # no node of the cluster has the pinned address
 
     def model(self, subject: Subject) -> Plan:
         facts = self.facts(subject)

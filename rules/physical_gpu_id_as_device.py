@@ -69,6 +69,7 @@ class PhysicalGpuIdExperiment(ReproductionExperiment[None]):
     GPUs are enough, since no CUDA call is made. Always a model: the user's code needs CUDA."""
 
     facts_type = type(None)
+    beside_others = True  # a task given GPU 1 sees one device whatever else runs; load can only hide it
 
     def plan(self, subject: Subject) -> Plan | str:
         return self.model(subject)

@@ -84,6 +84,7 @@ class ResourceNameTypoExperiment(ReproductionExperiment[TypoFacts]):
 
     facts_type = TypoFacts
     expected = r"must not contain the key 'memory'"
+    beside_others = True  # the misspelled resource is in none of the cluster's totals
 
     def plan(self, subject: Subject) -> Plan | str:
         facts = self.facts(subject)

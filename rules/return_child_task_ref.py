@@ -83,6 +83,7 @@ class ChildRefExperiment(ReproductionExperiment[None]):
     expected = r"OwnerDiedError"
     SETTLE_S = 1.5  # Ray learns of the owner's death and frees its objects within about a second
     RESULT_BYTES = 1_000_000
+    beside_others = True  # the model kills the owner itself
 
     def model(self, subject: Subject) -> Plan:
         tasks = (

@@ -313,6 +313,51 @@ def test_a_shared_driver_isolates_its_variants_and_outlives_none_that_crash_hang
     assert_cluster_still_works(cluster, tmp_path / "after")
 
 
+# A model whose flagged form shows its problem only when no other job's flagged form runs at the same
+# time: each leaves a mark for 3 s, and logs how many others' marks it saw meanwhile.
+ALONE_ONLY = """
+import uuid
+
+mark = os.path.join({folder!r}, uuid.uuid4().hex)
+open(mark, "w").close()
+others, until = 0, time.time() + 3
+while time.time() < until:
+    others = max(others, len(os.listdir({folder!r})) - 1)
+    time.sleep(0.05)
+os.remove(mark)
+with open({log!r}, "a") as log:
+    log.write(f"{{others}}\\n")
+__ray_lint_evidence__ = {{"wrong": "no other job ran"}} if others == 0 else None
+"""
+
+
+def test_models_that_may_run_beside_others_do_and_what_load_hides_runs_again_alone(cluster: Cluster, tmp_path: Path) -> None:
+    from ray_lint.experiment import Plan, ReproductionExperiment, Subject, Variant, script
+    from ray_lint.verify.runner import lint_for_verify, plan_findings, run_jobs
+
+    folder, log = tmp_path / "marks", tmp_path / "log"
+    folder.mkdir()
+
+    class AloneOnly(ReproductionExperiment[None]):
+        beside_others = True
+
+        def plan(self, subject: Subject) -> Plan:
+            flagged = script(ALONE_ONLY.format(folder=str(folder), log=str(log)))
+            return Plan(Variant("flagged", flagged), Variant("fixed", "x = 1\n"), "modelled", f"line {subject.diagnostic.start.line}")
+
+    (tmp_path / "twice.py").write_text("import ray\nray.init()\nray.init()\nray.init()\n", encoding="utf-8")
+    linted = lint_for_verify([tmp_path / "twice.py"], Resolver(parse_layer({}, "test", tmp_path), isolated=True))
+    jobs, _ = plan_findings(linted, cluster)
+    assert len(jobs) == 2, jobs  # RAY090 at lines 3 and 4
+    for job in jobs:
+        job.experiment = AloneOnly()
+        job.plan = job.experiment.plan(job.subject)
+    verdicts = run_jobs(jobs, cluster, repeat=1, timeout=60)
+    assert [v.status for v in verdicts] == ["reproduced", "reproduced"], [v.summary for v in verdicts]
+    seen = [int(line) for line in log.read_text().split()]
+    assert sorted(seen) == [0, 0, 1, 1], seen  # first both at once, each saw the other; then each alone
+
+
 @pytest.mark.parametrize(
     "main, reason",
     [("raise ValueError('needs data')", "ValueError: needs data"), ("sys.exit(3)", "SystemExit(3)")],

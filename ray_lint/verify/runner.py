@@ -28,7 +28,7 @@ from ray_lint.api import RunOptions, lint_file, resolve
 from ray_lint.diagnostics import FILE_ERROR_CODE
 from ray_lint.engine import lint_text
 from ray_lint.config import Resolver
-from ray_lint.experiment import Experiment, Plan, ReproductionExperiment, Run, Runner, Subject, Variant, Verdict, last_line
+from ray_lint.experiment import PROBLEM_SHOWN, Experiment, Plan, ReproductionExperiment, Run, Runner, Subject, Variant, Verdict, last_line
 from ray_lint.files import Skipped, discover
 from ray_lint.results import FileResult
 from ray_lint.rule import Rule, all_rules, rule_by_code_or_name
@@ -36,6 +36,7 @@ from ray_lint.source import is_notebook
 from ray_lint.verify.cluster import Cluster
 
 OUTPUT_TAIL_BYTES = 4000
+BESIDE_JOBS = 3  # models that may run beside others: how many jobs at once (each runs its A and B side by side)
 MODEL_FILENAME = "<ray-lint model>"
 # Ray's own run-time warnings about the anti-patterns (text as Ray 2.60 prints it), kept as evidence.
 RAY_WARNINGS = re.compile(
@@ -182,27 +183,32 @@ def run_jobs(
 ) -> list[Verdict]:
     """Run every job's variants interleaved A B A B, then judge them against Ray's timeline. Findings
     whose plans are the same (a model replayed with the same counts) share one set of runs. The models
-    that may share a driver (`Experiment.shares_driver`) share one, but for timed ones: a driver each."""
-    done: dict[tuple[type[Experiment], Plan], Job] = {}
+    that may share a driver (`Experiment.shares_driver`) share one, but for timed ones: a driver each.
+    Last, the models that may run beside others (`Experiment.beside_others`) run `BESIDE_JOBS` at a time;
+    one that shows no problem that way runs again alone."""
+    twins: dict[tuple[type[Experiment], Plan], list[Job]] = {}
+    for job in jobs:
+        twins.setdefault((type(job.experiment), job.plan), []).append(job)
+    runs_for = {id(same[0]): same for same in twins.values()}  # the job that runs, and those that share its runs
+
+    def done(job: Job) -> None:
+        for twin in runs_for[id(job)]:
+            twin.plan, twin.a, twin.b = job.plan, job.a, job.b
+            progress(twin.subject.path)
+
     with tempfile.TemporaryDirectory(prefix="ray-lint-verify-") as scratch:
         shared = SharedDriver(cluster, Path(scratch))
         try:
-            for job in jobs:
-                key = (type(job.experiment), job.plan)
-                if key in done:
-                    twin = done[key]
-                    job.plan, job.a, job.b = twin.plan, twin.a, twin.b
-                else:
-                    # A timed model's variants share a driver of their own: what other models' runs leave to Ray
-                    # (idle workers it stops, objects it frees) would slow one of them and not the other.
-                    driver = SharedDriver(cluster, Path(scratch)) if job.experiment.timed else shared
-                    try:
-                        run_job(job, cluster, repeat, timeout, Path(scratch), driver)
-                    finally:
-                        if driver is not shared:
-                            driver.close()
-                    done[key] = job
-                progress(job.subject.path)
+            beside = [same[0] for same in twins.values() if _runs_beside(same[0])]
+            for same in twins.values():
+                if same[0] not in beside:
+                    _run_in_turn(same[0], cluster, repeat, timeout, Path(scratch), shared)
+                    done(same[0])
+            shared.close()
+            again = _run_beside(beside, cluster, repeat, timeout, Path(scratch), done)
+            for job in again:  # alone now: another job's load may have hidden the problem
+                run_job(job, cluster, repeat, timeout, Path(scratch))
+                done(job)
         finally:
             shared.close()
     events = cluster.timeline()
@@ -215,6 +221,44 @@ def run_jobs(
             write_traces(trace_dir, number, job, events)
         verdicts.append(job.experiment.judge(job.subject, job.plan, job.a, job.b))
     return verdicts
+
+
+def _run_beside(
+    jobs: list[Job], cluster: Cluster, repeat: int, timeout: float, scratch: Path, done: Callable[[Job], None],
+) -> list[Job]:
+    """Run `jobs` `BESIDE_JOBS` at a time. Those that show no problem (and did not time out) are returned
+    as they were planned, for a run alone."""
+    again: list[Job] = []
+
+    def run(job: Job) -> None:
+        planned = job.plan  # a rerun starts from this plan, not from its fallback
+        run_job(job, cluster, repeat, timeout, scratch)
+        shown = job.experiment.judge(job.subject, job.plan, job.a, job.b).status in PROBLEM_SHOWN
+        if shown or any(run.timed_out for run in (*job.a, *job.b)):  # a variant that timed out is not run again
+            done(job)
+        else:
+            job.plan, job.a, job.b = planned, [], []
+            again.append(job)
+
+    with ThreadPoolExecutor(max_workers=BESIDE_JOBS) as pool:
+        list(pool.map(run, jobs))
+    return sorted(again, key=jobs.index)
+
+
+def _runs_beside(job: Job) -> bool:
+    """Whether the job may run at the same time as others: an untimed model that says so; never the user's code."""
+    return job.experiment.beside_others and not job.experiment.timed and not job.plan.runs_user_code
+
+
+def _run_in_turn(job: Job, cluster: Cluster, repeat: int, timeout: float, scratch: Path, shared: SharedDriver) -> None:
+    """The job alone on the cluster. A timed model's variants share a driver of their own: what other
+    models' runs leave to Ray (idle workers it stops, objects it frees) would slow one of them and not the other."""
+    driver = SharedDriver(cluster, scratch) if job.experiment.timed else shared
+    try:
+        run_job(job, cluster, repeat, timeout, scratch, driver)
+    finally:
+        if driver is not shared:
+            driver.close()
 
 
 def run_job(job: Job, cluster: Cluster, repeat: int, timeout: float, scratch: Path, shared: SharedDriver | None = None) -> None:
