@@ -339,6 +339,7 @@ class Experiment(Generic[Facts]):
     # Whether an untimed model's job may run at the same time as another such job: for a model whose
     # failure no other job's load can fake (an error at decoration, a request no node can ever meet).
     # A job that shows no problem that way runs again alone, so a load that hides the failure costs a rerun.
+    # Not for Ray Data: its executor sizes its work to the free CPUs and waits while another job holds them.
     beside_others = False
     facts_type: type[Facts]
 

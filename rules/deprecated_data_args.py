@@ -116,7 +116,6 @@ class DeprecationWarningExperiment(ReproductionExperiment[DeprecatedName]):
     """The deprecated use and its replacement on a 100-row dataset: Ray 2.60 warns about the first only."""
 
     facts_type = DeprecatedName
-    beside_others = True  # Ray Data's warning comes from the argument's name
 
     def model(self, subject: Subject) -> Plan | str:
         name = self.facts(subject).name

@@ -36,7 +36,6 @@ class PlannedReadExperiment(ReproductionExperiment[None]):
     count left to Ray Data: Ray 2.60 warns about the first on a 2-CPU cluster."""
 
     facts_type = type(None)
-    beside_others = True  # 5000 blocks are past 4 × the CPUs whatever is free
 
     def model(self, subject: Subject) -> Plan:
         rows = RAY_WARN_READ_TASKS

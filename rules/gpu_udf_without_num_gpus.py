@@ -39,7 +39,6 @@ class DataGpuVisibilityExperiment(GpuVisibilityExperiment):
     request = ", num_gpus=1"
     shape = "a map_batches actor's CUDA_VISIBLE_DEVICES and ray.get_gpu_ids(), without and with num_gpus"
     not_shown = "this Ray gives a UDF without num_gpus a GPU of its own"
-    beside_others = True  # what the UDF is told of GPUs does not depend on load
 
     def exposure(self, seen: str | None) -> str | None:
         if seen in ("", "<unset>"):

@@ -61,7 +61,6 @@ class UdfSizeExperiment(ReproductionExperiment[None]):
     is not the point: the fix measured no faster on a 2-core machine; see the rule's page.)"""
 
     facts_type = type(None)
-    beside_others = True  # Ray Data's warning comes from the UDF's pickled size
 
     def model(self, subject: Subject) -> Plan:
         def variant(udf: str, call: str) -> str:
