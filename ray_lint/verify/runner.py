@@ -234,7 +234,7 @@ def _run_beside(
         planned = job.plan  # a rerun starts from this plan, not from its fallback
         run_job(job, cluster, repeat, timeout, scratch)
         shown = job.experiment.judge(job.subject, job.plan, job.a, job.b).status in PROBLEM_SHOWN
-        if shown or any(run.timed_out for run in (*job.a, *job.b)):  # a variant that timed out is not run again
+        if shown or any(each.timed_out for each in (*job.a, *job.b)):  # a variant that timed out is not run again
             done(job)
         else:
             job.plan, job.a, job.b = planned, [], []
