@@ -199,11 +199,13 @@ def run_jobs(
     with tempfile.TemporaryDirectory(prefix="ray-lint-verify-") as scratch:
         shared = SharedDriver(cluster, Path(scratch))
         try:
-            beside = [same[0] for same in twins.values() if _runs_beside(same[0])]
+            in_turn: list[Job] = []
+            beside: list[Job] = []
             for same in twins.values():
-                if same[0] not in beside:
-                    _run_in_turn(same[0], cluster, repeat, timeout, Path(scratch), shared)
-                    done(same[0])
+                (beside if _runs_beside(same[0]) else in_turn).append(same[0])
+            for job in in_turn:
+                _run_in_turn(job, cluster, repeat, timeout, Path(scratch), shared)
+                done(job)
             shared.close()
             again = _run_beside(beside, cluster, repeat, timeout, Path(scratch), done)
             for job in again:  # alone now: another job's load may have hidden the problem
@@ -228,7 +230,7 @@ def _run_beside(
 ) -> list[Job]:
     """Run `jobs` `BESIDE_JOBS` at a time. Those that show no problem (and did not time out) are returned
     as they were planned, for a run alone."""
-    again: list[Job] = []
+    again: set[int] = set()  # the jobs' ids
 
     def run(job: Job) -> None:
         planned = job.plan  # a rerun starts from this plan, not from its fallback
@@ -238,11 +240,11 @@ def _run_beside(
             done(job)
         else:
             job.plan, job.a, job.b = planned, [], []
-            again.append(job)
+            again.add(id(job))
 
     with ThreadPoolExecutor(max_workers=BESIDE_JOBS) as pool:
         list(pool.map(run, jobs))
-    return sorted(again, key=jobs.index)
+    return [job for job in jobs if id(job) in again]
 
 
 def _runs_beside(job: Job) -> bool:
