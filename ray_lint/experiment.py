@@ -29,7 +29,7 @@ import re
 import statistics
 import textwrap
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Generic, Literal, TypeVar
 
@@ -89,6 +89,10 @@ class Plan:
     shape: str  # what is run, in words (for modelled plans, the shape replayed)
     fallback: Plan | None = None  # what to run instead when this cannot run as is (a chain: entry point, tests, model)
     runner: Runner = Runner()
+    # One program that runs both forms in turn, for a model whose library costs more to start than the forms
+    # take to run (a Ray Train run: its controller, workers and process group). It leaves each form's evidence,
+    # `__ray_lint_evidence__ = {"a": ..., "b": ...}`; the verifier runs it alone instead of A and B (`Run.form`).
+    joint: Variant | None = None
 
     @property
     def runs_user_code(self) -> bool:
@@ -112,6 +116,11 @@ class Run:
     peak: int = 0  # most tasks running at once
     timeline: list[tuple[float, float, str]] = field(default_factory=list)  # (start, end, worker) per task
     ray_warnings: list[str] = field(default_factory=list)  # what Ray itself warned about during the run
+
+    def form(self, side: Literal["a", "b"]) -> Run:
+        """One form's share of a joint run (`Plan.joint`): its evidence, and the run's outcome and times."""
+        evidence = self.evidence.get(side) if isinstance(self.evidence, dict) else None
+        return replace(self, value=None, evidence=evidence)
 
 
 @dataclass

@@ -5,9 +5,9 @@ from __future__ import annotations
 import libcst as cst
 
 from ray_lint.diagnostics import Severity
-from ray_lint.experiment import Plan, ReproductionExperiment, Subject, Variant, script
+from ray_lint.experiment import Plan, ReproductionExperiment, Subject, Variant
 from ray_lint.libraries import TRAIN_TOKENS, TRAINER_CALL_TOKENS, defined_function_or_class
-from ray_lint.libraries.train import TORCH_TRAINER_LIBRARIES, TORCH_TRAINER_MODEL, TRAIN_RUN_TIMEOUT_S, TrainFacts, TrainLoop
+from ray_lint.libraries.train import TRAIN_RUN_TIMEOUT_S, TrainFacts, TrainLoop, torch_trainer_joint
 from ray_lint.model import SemanticModel
 from ray_lint.python_model import CallSite, ClassInfo, FunctionInfo, scope_within
 from ray_lint.rule import Context, Invalid, Rule, Valid
@@ -28,15 +28,16 @@ MAX_BASES_DEPTH = 4  # how many local base classes are followed to reach `nn.Mod
 
 class ModelStepExperiment(ReproductionExperiment[None]):
     """Two CPU workers (gloo) start from the same linear model and take one SGD step on different data,
-    with the model as built and wrapped by `prepare_model`: the weights differ across workers without it."""
+    with the model as built and wrapped by `prepare_model`, one after the other in one run (one start of Ray
+    Train serves both forms): the weights differ across workers without it."""
 
     facts_type = type(None)
     least_timeout_s = TRAIN_RUN_TIMEOUT_S
     STEP = """\
-def train_func():
+def {name}():
     torch.manual_seed(0)  # the same initial weights on both workers
     model = torch.nn.Linear(4, 1)
-    {prepare}
+    {form}
     optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
     rank = ray.train.get_context().get_world_rank()
     inputs = torch.randn(8, 4, generator=torch.Generator().manual_seed(rank))  # each worker its own data
@@ -55,14 +56,13 @@ else:
 """
 
     def model(self, subject: Subject) -> Plan:
-        def variant(prepare: str) -> str:
-            return script(TORCH_TRAINER_MODEL.format(train_func=self.STEP.format(prepare=prepare)) + self.COMPARE, TORCH_TRAINER_LIBRARIES)
-
         return Plan(
-            Variant("model not prepared", variant("pass")),
-            Variant("prepare_model", variant("model = ray.train.torch.prepare_model(model)")),
+            Variant("model not prepared", ""),
+            Variant("prepare_model", ""),
             "modelled",
-            "a 2-worker CPU TorchTrainer takes one SGD step of a linear model on different data per worker",
+            "a 2-worker CPU TorchTrainer takes one SGD step of a linear model on different data per worker, "
+            "as built and prepared, in one run",
+            joint=torch_trainer_joint(self.STEP, "pass", "model = ray.train.torch.prepare_model(model)", self.COMPARE),
         )
 
 

@@ -358,6 +358,43 @@ def test_models_that_may_run_beside_others_do_and_what_load_hides_runs_again_alo
     assert sorted(seen) == [0, 0, 1, 1], seen  # first both at once, each saw the other; then each alone
 
 
+# A joint model (`Plan.joint`): one process runs both forms and says which form went wrong. Its temporary
+# folder, like any a variant makes, is in the verifier's scratch folder and goes with it.
+BOTH_FORMS = """
+import tempfile
+
+folder = tempfile.mkdtemp()
+with open({log!r}, "a") as log:
+    log.write(f"{{os.getpid()}} {{folder}}\\n")
+__ray_lint_evidence__ = {{"a": {{"wrong": "the flagged form went wrong"}}, "b": {{"right": "the fixed form did not"}}}}
+"""
+
+
+def test_a_joint_plan_runs_both_forms_in_one_process_and_each_form_keeps_its_evidence(cluster: Cluster, tmp_path: Path) -> None:
+    from ray_lint.experiment import Plan, ReproductionExperiment, Subject, Variant, script
+    from ray_lint.verify.runner import lint_for_verify, plan_findings, run_jobs
+
+    log = tmp_path / "log"
+
+    class Joint(ReproductionExperiment[None]):
+        def plan(self, subject: Subject) -> Plan:
+            both = Variant("both", script(BOTH_FORMS.format(log=str(log))))
+            return Plan(Variant("flagged", "raise SystemExit(1)\n"), Variant("fixed", "raise SystemExit(1)\n"), "modelled", "joint", joint=both)
+
+    (tmp_path / "twice.py").write_text("import ray\nray.init()\nray.init()\n", encoding="utf-8")
+    linted = lint_for_verify([tmp_path / "twice.py"], Resolver(parse_layer({}, "test", tmp_path), isolated=True))
+    jobs, _ = plan_findings(linted, cluster)
+    assert len(jobs) == 1, jobs  # RAY090 at line 3
+    jobs[0].experiment = Joint()
+    jobs[0].plan = jobs[0].experiment.plan(jobs[0].subject)
+    [verdict] = run_jobs(jobs, cluster, repeat=3, timeout=60)
+    assert verdict.status == "reproduced", verdict.summary
+    assert verdict.summary == "flagged: the flagged form went wrong; fixed: no error (the fixed form did not)"
+    [(pid, folder)] = [line.split() for line in log.read_text().splitlines()]  # one run, not one per form
+    assert [len(runs) for runs in verdict.runs] == [1, 1]
+    assert Path(folder).parent.parent.name.startswith("ray-lint-verify-") and not Path(folder).exists(), folder  # in the scratch folder
+
+
 @pytest.mark.parametrize(
     "main, reason",
     [("raise ValueError('needs data')", "ValueError: needs data"), ("sys.exit(3)", "SystemExit(3)")],

@@ -3,11 +3,13 @@ in them, and rank guards; and a 2-worker TorchTrainer script for experiments."""
 
 from __future__ import annotations
 
+import textwrap
 from dataclasses import dataclass, field
 from functools import cached_property
 
 import libcst as cst
 
+from ray_lint.experiment import Variant, script
 from ray_lint.libraries import defined_function_or_class, keyword_value
 from ray_lint.model import SemanticModel
 from ray_lint.python_model import (
@@ -262,18 +264,16 @@ def reads_rank(test: cst.BaseExpression) -> bool:
     return False
 
 
-# A model for experiments (text; nothing here runs): `{train_func}` defines `train_func()`, run by a 2-worker
-# CPU `TorchTrainer` (gloo), which calls `keep(value)` to hand a JSON value back; after `fit()` the driver
-# has `kept`, each worker's value by rank. Ray Train v2 returns no per-worker values, so they go through files.
-# Half a CPU per worker: the verifier runs both variants at once on a 2-CPU cluster.
-# What a variant running the model needs at least: two workers' start, a gloo group and a fit, on 2 CPUs
-# shared with the other variant (28 s alone on a quiet machine).
+# What a Ray Train model needs at least: two workers' start, a gloo group and a fit, on 2 CPUs (about 15 s
+# alone on a quiet machine; 28 s when two ran at once).
 TRAIN_RUN_TIMEOUT_S = 180.0
-TORCH_TRAINER_LIBRARIES = ("train.torch",)  # what the model imports: `script(..., TORCH_TRAINER_LIBRARIES)`
+TORCH_TRAINER_LIBRARIES = ("train.torch",)  # what a model imports: `script(..., TORCH_TRAINER_LIBRARIES)`
 # Ray Train's controller looks at its workers every 2 s: `fit()` returns up to 2 s after they finish. A model
 # asks for every half second; the driver hands the setting to the controller.
 QUICK_CONTROLLER = 'os.environ.setdefault("RAY_TRAIN_HEALTH_CHECK_INTERVAL_S", "0.5")\n'
-TORCH_TRAINER_MODEL = QUICK_CONTROLLER + """\
+# A joint model for experiments (text; nothing here runs; see `torch_trainer_joint`). Ray Train v2 returns no
+# per-worker values, so `keep(value)` hands them back through files.
+_TORCH_TRAINER_JOINT = QUICK_CONTROLLER + """\
 import json
 import tempfile
 
@@ -286,15 +286,40 @@ def keep(value):
     with open(os.path.join(KEPT, f"{{rank}}.json"), "w") as handle:
         json.dump(value, handle)
 
-{train_func}
+{functions}
+
+def train_func():
+    rank = ray.train.get_context().get_world_rank()
+    for form, step in (("a", flagged_form), ("b", fixed_form)):
+        step()
+        os.makedirs(os.path.join(KEPT, form), exist_ok=True)
+        os.replace(os.path.join(KEPT, f"{{rank}}.json"), os.path.join(KEPT, form, f"{{rank}}.json"))
 
 train.torch.TorchTrainer(
     train_func,
     scaling_config=train.ScalingConfig(num_workers=2, use_gpu=False, resources_per_worker={{"CPU": 0.5}}),
     run_config=train.RunConfig(storage_path=tempfile.mkdtemp()),
 ).fit()
-kept = {{}}
-for name in os.listdir(KEPT):
-    with open(os.path.join(KEPT, name)) as handle:
-        kept[int(name.split(".")[0])] = json.load(handle)
+
+def evidence_of(form):
+    kept = {{}}
+    for name in os.listdir(os.path.join(KEPT, form)):
+        with open(os.path.join(KEPT, form, name)) as handle:
+            kept[int(name.split(".")[0])] = json.load(handle)
+{compare}
+    return __ray_lint_evidence__
+
+__ray_lint_evidence__ = {{"a": evidence_of("a"), "b": evidence_of("b")}}
 """
+
+
+def torch_trainer_joint(step: str, flagged: str, fixed: str, compare: str) -> Variant:
+    """Both forms of a Ray Train model in one program (`Plan.joint`): a 2-worker CPU `TorchTrainer` (gloo) whose
+    workers run the flagged form, then the fixed one, in one `fit()`. One start of Ray Train (its controller,
+    workers and process group, most of the 15 s) serves both forms. `step` defines `def {name}():`, with
+    `{form}` for the line the forms differ by, and calls `keep(value)`; `compare` reads `kept`, that form's
+    values by rank, and sets `__ray_lint_evidence__`."""
+    functions = step.format(name="flagged_form", form=flagged) + "\n" + step.format(name="fixed_form", form=fixed)
+    indented = textwrap.indent(textwrap.dedent(compare).strip(), "    ")
+    source = _TORCH_TRAINER_JOINT.format(functions=functions.strip(), compare=indented)
+    return Variant("both forms, one after the other, in one Ray Train run", script(source, TORCH_TRAINER_LIBRARIES))

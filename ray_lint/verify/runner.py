@@ -269,7 +269,7 @@ def run_job(job: Job, cluster: Cluster, repeat: int, timeout: float, scratch: Pa
     run again, and its fixed form is not run after it. When the code cannot run as is (its first run
     raises or exits, rather than hanging), the next plan (its tests, then the rule's model) takes its place and says why.
     A model whose experiment `shares_driver` runs in the `shared` driver, its variants one after the other
-    (a timed one's first pair B A)."""
+    (a timed one's first pair B A); a plan with a `joint` program runs that once for both."""
 
     timed = job.experiment.timed
     limit = max(timeout, job.experiment.least_timeout_s)
@@ -283,7 +283,11 @@ def run_job(job: Job, cluster: Cluster, repeat: int, timeout: float, scratch: Pa
         return run_variant(cluster, variant, job.subject.path, limit, scratch, plan.runner, plan.runs_user_code, timed, driver)
 
     def pair() -> bool:
-        if not timed and job.experiment.side_by_side and not in_shared():  # A and B run at once: a hang costs one time limit for both
+        if job.plan.joint is not None:  # one program runs both forms: one start of the library, not two
+            both = run(job.plan.joint)
+            job.a.append(both.form("a"))
+            job.b.append(both.form("b"))
+        elif not timed and job.experiment.side_by_side and not in_shared():  # A and B run at once: a hang costs one time limit for both
             with ThreadPoolExecutor(max_workers=2) as pool:
                 a, b = pool.map(run, (job.plan.a, job.plan.b))
             job.a.append(a)
@@ -343,7 +347,7 @@ def run_variant(
     if shared is not None:
         timed_out, status = shared.run(spec_path, timeout)
     else:
-        timed_out, status = _run_alone(cluster, spec_path, output_path, directory, runner, timeout)
+        timed_out, status = _run_alone(cluster, scratch, spec_path, output_path, directory, runner, timeout)
     tail, warnings = _tail(output_path), _ray_warnings(output_path)
     if timed_out:
         return Run(False, f"timed out after {timeout:g} s", timeout, timed_out=True, output_tail=tail)
@@ -360,10 +364,10 @@ def run_variant(
 
 
 def _run_alone(
-    cluster: Cluster, spec_path: str, output_path: str, directory: str, runner: Runner, timeout: float,
+    cluster: Cluster, scratch: Path, spec_path: str, output_path: str, directory: str, runner: Runner, timeout: float,
 ) -> tuple[bool, int | None]:
     """The variant in a process of its own: whether it timed out, and its exit status."""
-    env = cluster.environment()
+    env = _environment(cluster, scratch)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [runner.path_entry or directory, env.get("PYTHONPATH")]))
     if runner.kind != "script":
         env["PYTHONDONTWRITEBYTECODE"] = "1"  # the user's project is left as it was: no new __pycache__
@@ -381,6 +385,16 @@ def _run_alone(
         finally:
             _kill_group(process)
     return timed_out, process.returncode
+
+
+def _environment(cluster: Cluster, scratch: Path) -> dict[str, str]:
+    """A variant's environment: the cluster's, with the temporary folders its code makes (`tempfile`) in the
+    scratch folder, removed with it: a model or a test that leaves one behind leaves nothing in /tmp."""
+    env = cluster.environment()
+    folder = scratch / "tmp"
+    folder.mkdir(exist_ok=True)
+    env["TMPDIR"] = str(folder)
+    return env
 
 
 class SharedDriver:
@@ -419,7 +433,7 @@ class SharedDriver:
         with open(self.scratch / "shared-driver.log", "ab") as log:
             return subprocess.Popen(
                 [sys.executable, "-m", "ray_lint.verify.probe", "--serve", self.cluster.address, str(self.cluster.event_flush_s)],
-                cwd=self.scratch, env=self.cluster.environment(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                cwd=self.scratch, env=_environment(self.cluster, self.scratch), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                 stderr=log, start_new_session=True, bufsize=0,
             )
 
