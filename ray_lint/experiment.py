@@ -89,9 +89,10 @@ class Plan:
     shape: str  # what is run, in words (for modelled plans, the shape replayed)
     fallback: Plan | None = None  # what to run instead when this cannot run as is (a chain: entry point, tests, model)
     runner: Runner = Runner()
-    # One program that runs both forms in turn, for a model whose library costs more to start than the forms
-    # take to run (a Ray Train run: its controller, workers and process group). It leaves each form's evidence,
-    # `__ray_lint_evidence__ = {"a": ..., "b": ...}`; the verifier runs it alone instead of A and B (`Run.form`).
+    # One program that runs both forms in turn, for an untimed model whose library costs more to start than the
+    # forms take to run (a Ray Train run: its controller, workers and process group). It leaves each form's
+    # evidence, `__ray_lint_evidence__ = {"a": ..., "b": ...}`; the verifier runs it instead of A and B, which
+    # then only name the forms (`Run.form`).
     joint: Variant | None = None
 
     @property
