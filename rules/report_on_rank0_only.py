@@ -7,7 +7,7 @@ import libcst as cst
 from ray_lint.diagnostics import Severity
 from ray_lint.experiment import Plan, ReproductionExperiment, Subject, Variant, script
 from ray_lint.libraries import TRAIN_TOKENS, TRAINER_CALL_TOKENS
-from ray_lint.libraries.train import QUICK_CONTROLLER, TORCH_TRAINER_LIBRARIES, TRAIN_RUN_TIMEOUT_S, TrainFacts, rank_guard
+from ray_lint.libraries.train import ONE_TRAIN_RUN, QUICK_CONTROLLER, TORCH_TRAINER_LIBRARIES, TRAIN_RUN_TIMEOUT_S, TrainFacts, rank_guard
 from ray_lint.model import SemanticModel
 from ray_lint.python_model import iter_subtree
 from ray_lint.rule import Context, Invalid, Rule, Valid
@@ -16,9 +16,11 @@ REPORTS = frozenset({"ray.train.report", "ray.train.v2.api.train_fn_utils.report
 # How long after a worker finished its loop `fit()` may take to return before the run counts as hung: a
 # finished run returns within a second, once the controller (`QUICK_CONTROLLER`) sees every worker done.
 HANG_S = 15
-# A 2-worker CPU TorchTrainer whose workers report twice when `{reports}` holds, then leave a file in
-# FINISHED. `fit()` runs in a daemon thread: the driver waits for a worker to finish its loop, then up to
-# HANG_S for `fit()`; a run that never returns is torn down with the job when the variant's process ends.
+# Both forms in one 2-worker CPU TorchTrainer run (`Plan.joint`; one start of Ray Train serves both): each
+# worker reports twice, the fixed form, and leaves a file in FINISHED/b; then reports twice more on rank 0
+# only, the flagged form, and leaves a file in FINISHED/a. `fit()` runs in a daemon thread: the driver waits
+# for a worker to finish the flagged loop, then up to HANG_S for `fit()`; a run that never returns is torn
+# down with the job when the variant's process ends.
 UNEVEN_REPORTS_MODEL = QUICK_CONTROLLER + """\
 import tempfile
 import threading
@@ -28,10 +30,16 @@ FINISHED = tempfile.mkdtemp()
 
 def train_func():
     rank = ray.train.get_context().get_world_rank()
-    for epoch in range(2):
-        if {reports}:
-            ray.train.report({{"epoch": epoch}})
-    open(os.path.join(FINISHED, str(rank)), "w").close()
+    for form, reports in (("b", True), ("a", rank == 0)):
+        for epoch in range(2):
+            if reports:
+                ray.train.report({{"form": form, "epoch": epoch}})
+        os.makedirs(os.path.join(FINISHED, form), exist_ok=True)
+        open(os.path.join(FINISHED, form, str(rank)), "w").close()
+
+def finished(form):
+    folder = os.path.join(FINISHED, form)
+    return sorted(os.listdir(folder)) if os.path.isdir(folder) else []
 
 trainer = train.torch.TorchTrainer(
     train_func,
@@ -48,38 +56,39 @@ def fit():
 running = threading.Thread(target=fit, daemon=True)
 running.start()
 deadline = time.time() + {start_s}
-while running.is_alive() and not os.listdir(FINISHED) and time.time() < deadline:
+while running.is_alive() and not finished("a") and time.time() < deadline:
     time.sleep(0.5)
-if not os.listdir(FINISHED):
+if not finished("a"):
     raise RuntimeError(f"no worker finished its loop: {{outcome or 'fit() still starting'}}")
-finished = sorted(os.listdir(FINISHED))
+fixed = {{"right": "every worker reported twice and went on"}} if finished("b") == ["0", "1"] else None
 running.join({hang_s})
 if running.is_alive():
-    __ray_lint_evidence__ = {{
-        "wrong": f"rank {{', '.join(finished)}} finished its loop; `fit()` had not returned {hang_s} s later"
-    }}
+    flagged = {{"wrong": f"rank {{', '.join(finished('a'))}} finished its loop; `fit()` had not returned {hang_s} s later"}}
 elif isinstance(outcome[0], BaseException):
     raise outcome[0]
 else:
-    __ray_lint_evidence__ = {{"right": "every worker reported; `fit()` returned"}}
+    flagged = {{"right": "every worker reported; `fit()` returned"}}
+__ray_lint_evidence__ = {{"a": flagged, "b": fixed}}
 """
 
 
 class UnevenReportsExperiment(ReproductionExperiment[None]):
-    """Two CPU workers report twice each, or rank 0 only: with rank 0 alone, `fit()` does not return."""
+    """Two CPU workers report twice each, then twice more on rank 0 only, in one run (one start of Ray
+    Train serves both forms): every report goes through in the first loop; after the second, `fit()` does
+    not return."""
 
     facts_type = type(None)
     least_timeout_s = TRAIN_RUN_TIMEOUT_S + HANG_S
 
     def model(self, subject: Subject) -> Plan:
-        def variant(reports: str) -> str:
-            return script(UNEVEN_REPORTS_MODEL.format(reports=reports, start_s=TRAIN_RUN_TIMEOUT_S - 30, hang_s=HANG_S), TORCH_TRAINER_LIBRARIES)
-
+        both = script(UNEVEN_REPORTS_MODEL.format(start_s=TRAIN_RUN_TIMEOUT_S - 30, hang_s=HANG_S), TORCH_TRAINER_LIBRARIES)
         return Plan(
-            Variant("report on rank 0 only", variant("rank == 0")),
-            Variant("report on every rank", variant("True")),
+            Variant("report on rank 0 only", ""),
+            Variant("report on every rank", ""),
             "modelled",
-            f"a 2-worker CPU TorchTrainer whose workers report twice; `fit()` given {HANG_S} s after a worker finishes",
+            f"a 2-worker CPU TorchTrainer whose workers report twice each, then twice on rank 0 only, in one run; "
+            f"`fit()` given {HANG_S} s after a worker finishes",
+            joint=Variant(ONE_TRAIN_RUN, both),
         )
 
 

@@ -271,6 +271,7 @@ TORCH_TRAINER_LIBRARIES = ("train.torch",)  # what a model imports: `script(...,
 # Ray Train's controller looks at its workers every 2 s: `fit()` returns up to 2 s after they finish. A model
 # asks for every half second; the driver hands the setting to the controller.
 QUICK_CONTROLLER = 'os.environ.setdefault("RAY_TRAIN_HEALTH_CHECK_INTERVAL_S", "0.5")\n'
+ONE_TRAIN_RUN = "both forms, one after the other, in one Ray Train run"  # a joint model's label (`Plan.joint`)
 # A joint model for experiments (text; nothing here runs; see `torch_trainer_joint`). Ray Train v2 returns no
 # per-worker values, so `keep(value)` hands them back through files.
 _TORCH_TRAINER_JOINT = QUICK_CONTROLLER + """\
@@ -322,4 +323,4 @@ def torch_trainer_joint(step: str, flagged: str, fixed: str, compare: str) -> Va
     functions = step.format(name="flagged_form", form=flagged) + "\n" + step.format(name="fixed_form", form=fixed)
     indented = textwrap.indent(textwrap.dedent(compare).strip(), "    ")
     source = _TORCH_TRAINER_JOINT.format(functions=functions.strip(), compare=indented)
-    return Variant("both forms, one after the other, in one Ray Train run", script(source, TORCH_TRAINER_LIBRARIES))
+    return Variant(ONE_TRAIN_RUN, script(source, TORCH_TRAINER_LIBRARIES))
