@@ -265,7 +265,7 @@ def reads_rank(test: cst.BaseExpression) -> bool:
 
 
 # What a Ray Train model needs at least: two workers' start, a gloo group and a fit, on 2 CPUs (about 15 s
-# alone on a quiet machine; 28 s when two ran at once).
+# on a quiet machine), and what its forms run.
 TRAIN_RUN_TIMEOUT_S = 180.0
 TORCH_TRAINER_LIBRARIES = ("train.torch",)  # what a model imports: `script(..., TORCH_TRAINER_LIBRARIES)`
 # Ray Train's controller looks at its workers every 2 s: `fit()` returns up to 2 s after they finish. A model
