@@ -21,4 +21,4 @@ def daily_totals(days: int) -> list[int]:
 
 if __name__ == "__main__":
     ray.init()
-    print(sum(daily_totals(200)))
+    print(sum(daily_totals(600)))
