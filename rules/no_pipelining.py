@@ -6,6 +6,7 @@ import libcst as cst
 
 from ray_lint.analyses.loop_dependence import LoopResults, carried_names, loop_results
 from ray_lint.diagnostics import Severity
+from ray_lint.experiment import Experiment, Plan, Subject, Variant, script, timed
 from ray_lint.model import SemanticModel, Submission
 from ray_lint.python_model import EXITS, CallSite, Loop, block_statements, is_true, names_read
 from ray_lint.rule import REMOTE_MADE, Context, Invalid, Rule, Valid
@@ -26,6 +27,73 @@ TRIVIAL_METHODS = frozenset(
 )
 
 
+# A queue actor that takes FETCH_S to hand out each of `items` items, then None; and a task that
+# pulls them and spends WORK_S on each, asking for the next one at `{request}`.
+PULL_MODEL = """\
+@ray.remote(num_cpus=0)
+class Queue:
+    def __init__(self, items):
+        self.left = items
+
+    def next_item(self):
+        time.sleep({fetch_s})
+        if self.left == 0:
+            return None
+        self.left -= 1
+        return self.left
+
+@ray.remote
+def worker(queue):
+    done = []
+{body}
+    return done
+
+queue = Queue.remote({items})
+ray.get(queue.__ray_ready__.remote())
+"""
+ONE_AT_A_TIME = """\
+    while True:
+        item = ray.get(queue.next_item.remote())
+        if item is None:
+            break
+        time.sleep({work_s})
+        done.append(item)"""
+PIPELINED = """\
+    next_ref = queue.next_item.remote()
+    while True:
+        item = ray.get(next_ref)
+        if item is None:
+            break
+        next_ref = queue.next_item.remote()
+        time.sleep({work_s})
+        done.append(item)"""
+
+
+class PullOneAtATimeExperiment(Experiment[None]):
+    """A model: a task pulls 16 items from a queue actor that takes 50 ms to hand out each, and spends
+    50 ms on each item; it asks for the next item after the current one is processed, against before
+    (the pipelined form). The code's own fetch and work times are not in it, so the model shows what
+    the overlap is worth when the two are equal."""
+
+    facts_type = type(None)
+    shares_driver = True
+    ITEMS = 16
+    FETCH_S = 0.05
+    WORK_S = 0.05
+
+    def plan(self, subject: Subject) -> Plan:
+        def form(body: str) -> str:
+            loop = body.format(work_s=self.WORK_S)
+            return script(PULL_MODEL.format(fetch_s=self.FETCH_S, items=self.ITEMS, body=loop) + timed("return ray.get(worker.remote(queue))"))
+
+        return Plan(
+            Variant("next item after the work", form(ONE_AT_A_TIME)),
+            Variant("next item requested first", form(PIPELINED)),
+            "modelled",
+            f"{self.ITEMS} items, each {self.FETCH_S * 1000:g} ms to fetch from a queue actor and {self.WORK_S * 1000:g} ms to process",
+        )
+
+
 class NoPipelining(Rule):
     code = "RAY009"
     name = "no-pipelining"
@@ -35,6 +103,7 @@ class NoPipelining(Rule):
     preview = True
     tokens = ("ray.get", "import get")
     also_tokens = REMOTE_MADE
+    experiment = PullOneAtATimeExperiment()
     docs = """
 ## What it does
 Finds a worker loop in a task or actor method that pulls its work one item at a time: each

@@ -8,6 +8,7 @@ import libcst as cst
 
 from ray_lint.analyses.actor_state import is_accessor
 from ray_lint.diagnostics import Applicability, Severity
+from ray_lint.experiment import OUT_OF_BAND_ARRAY, Experiment, Plan, Subject, Variant, script, timed
 from ray_lint.model import SemanticModel
 from ray_lint.python_model import AFTER_ALL, COMPREHENSIONS, CallSite, Scope, child_nodes, iter_subtree, target_names
 from ray_lint.rule import Context, FixPlan, Invalid, Rule, Valid
@@ -119,6 +120,36 @@ def _outermost_loop(index: _ScopeIndex, statement: cst.CSTNode, root: cst.CSTNod
     return found
 
 
+class UnnecessaryGetExperiment(Experiment[None]):
+    """The user's code as written and with the ref passed on (its entry point, else the tests that call
+    it), timing the function that holds the get; or, when it cannot run as is, a model: 4 arrays of
+    32 MiB, made by tasks before the clock starts, each fetched to the driver and passed to a second
+    task, against each ref passed to it. What the get costs grows with the value's size, so small
+    values show little."""
+
+    facts_type = type(None)
+    shares_driver = True
+    more_parallelism = False  # both forms run the same tasks; B saves the trip through the driver and a copy
+    MIB = 32
+    CALLS = 4
+
+    def plan(self, subject: Subject) -> Plan | str:
+        return self.on_user_code_or(subject, self.model())
+
+    def model(self) -> Plan:
+        made = (
+            OUT_OF_BAND_ARRAY + f"@ray.remote\ndef load(i):\n    return Array(bytearray({self.MIB} * 2**20))\n\n"
+            "@ray.remote\ndef use(block):\n    return len(block.buffer)\n\n"
+            f"refs = [load.remote(i) for i in range({self.CALLS})]\nray.wait(refs, num_returns=len(refs))\n"
+        )
+        return Plan(
+            Variant("fetched, then passed", script(made + timed("return [ray.get(use.remote(ray.get(ref))) for ref in refs]"))),
+            Variant("ref passed", script(made + timed("return [ray.get(use.remote(ref)) for ref in refs]"))),
+            "modelled",
+            f"{self.CALLS} arrays of {self.MIB} MiB, each read by a second task",
+        )
+
+
 class UnnecessaryGet(Rule):
     code = "RAY004"
     name = "unnecessary-get"
@@ -130,6 +161,7 @@ class UnnecessaryGet(Rule):
     fixable = True
     tokens = (".remote(",)
     also_tokens = ("get",)
+    experiment = UnnecessaryGetExperiment()
     docs = """
 ## What it does
 Finds a `ray.get(ref)` whose value is used for nothing but being passed, as a top-level

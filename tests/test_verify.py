@@ -52,11 +52,13 @@ if __name__ == "__main__":
 """
 
 
-def run_verify(cluster: Cluster, tmp_path: Path, files: dict[str, str], repeat: int = 1, timeout: float = 60) -> list[Verdict]:
+def run_verify(
+    cluster: Cluster, tmp_path: Path, files: dict[str, str], repeat: int = 1, timeout: float = 60, config: dict[str, object] | None = None,
+) -> list[Verdict]:
     for name, text in files.items():
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text(textwrap.dedent(text), encoding="utf-8")
-    resolver = Resolver(parse_layer({}, "test", tmp_path), isolated=True)
+    resolver = Resolver(parse_layer(config or {}, "test", tmp_path), isolated=True)
     return verify([tmp_path], resolver, cluster, repeat=repeat, timeout=timeout)
 
 
@@ -177,6 +179,39 @@ def test_single_actor_bottleneck_against_one_actor_per_cpu(cluster: Cluster, tmp
     assert (verdict.status, verdict.labels) == ("pattern confirmed (model)", ("one actor", "2 actors")), verdict.summary
     assert verdict.ratio is not None and verdict.ratio >= 1.5
     assert parallelism(verdict, 0) < 1.2 and parallelism(verdict, 1) > 1.6
+
+
+def test_preview_rules_with_a_model_unnecessary_get_and_no_pipelining(cluster: Cluster, tmp_path: Path) -> None:
+    """RAY004 and RAY009 are preview rules; selected, their findings get the rules' timed models (no entry point
+    to run here)."""
+    verdicts = run_verify(cluster, tmp_path, {
+        "fetch.py": """
+            import ray
+
+            def run(paths):
+                for path in paths:
+                    block = ray.get(load.remote(path))
+                    index.remote(block)
+        """,
+        "pull.py": """
+            import ray
+
+            @ray.remote
+            class Worker:
+                def run(self, queue):
+                    while True:
+                        item = ray.get(queue.get_work_item.remote())
+                        if item is None:
+                            break
+                        self.process(item)
+        """,
+    }, config={"select": ["RAY004", "RAY009"]})
+    fetched, pulled = only(verdicts, "RAY004"), only(verdicts, "RAY009")
+    assert (fetched.status, fetched.labels) == ("pattern confirmed (model)", ("fetched, then passed", "ref passed")), fetched.summary
+    assert fetched.ratio is not None and fetched.ratio >= 2 and fetched.same_results is True
+    assert (pulled.status, pulled.labels) == ("pattern confirmed (model)", ("next item after the work", "next item requested first")), pulled.summary
+    assert pulled.ratio is not None and pulled.ratio >= 1.5 and pulled.same_results is True
+    assert parallelism(pulled, 0) < parallelism(pulled, 1)  # the fetches overlap the work
 
 
 def test_gpu_without_num_gpus_through_logical_gpus(cluster: Cluster, tmp_path: Path) -> None:
