@@ -446,6 +446,17 @@ class Array:
 
 """
 
+# For models of a ref's lifetime: the driver's (the owner's) reference count of an object, polled until it
+# is gone or `seconds` passed (Ray 2.60's core worker; None once nothing counts the object).
+REFERENCE_COUNT = """
+def counted(key, seconds):
+    core = ray._private.worker.global_worker.core_worker
+    deadline = time.time() + seconds
+    while key.encode() in core.get_all_reference_counts() and time.time() < deadline:
+        time.sleep(0.1)
+    return core.get_all_reference_counts().get(key.encode())
+"""
+
 # A method for a modelled async actor whose calls append their (start, end) to `self.spans`.
 MOST_AT_ONCE = """\
     async def most_at_once(self):

@@ -7,12 +7,61 @@ import libcst as cst
 
 from ray_lint.analyses.captures import Capture, captured_by_remotes
 from ray_lint.diagnostics import Severity
+from ray_lint.experiment import REFERENCE_COUNT, Plan, ReproductionExperiment, Subject, Variant, script
 from ray_lint.model import RefOrigin, SemanticModel
 from ray_lint.ray_api import remote_kind
 from ray_lint.rule import REMOTE_MADE, Context, Invalid, Rule, Valid
 
 # A ref comes from `.remote(...)` or `ray.put(...)` (also `from ray import put`).
 REF_TOKENS = (".remote(", "put(", " put")
+
+
+# An 8 MB object that a task reads, through `{read}`, before the driver drops its ref; then the driver's
+# count of references to it.
+CAPTURE_MODEL = """
+import gc
+
+@ray.remote
+def compute(x):
+    return bytes([x]) * 8_000_000  # 8 MB: kept in the object store
+
+ref = compute.remote(1)
+ray.wait([ref])
+key = ref.hex()
+
+@ray.remote
+def use({parameter}):
+    return len({read})
+
+size = ray.get(use.remote({argument}))
+del ref
+gc.collect()
+held = counted(key, 2)
+if held:
+    __ray_lint_evidence__ = {{"wrong": (
+        f"the task read the {{size}}-byte object through its closure; 2 s after `del ref` the driver still counts "
+        f"a reference to it ({{held}}): pinned until the job ends"
+    )}}
+else:
+    __ray_lint_evidence__ = {{"right": f"the task read {{size}} bytes; once the driver dropped its ref no reference was left"}}
+"""
+
+
+class PinnedByClosureExperiment(ReproductionExperiment[None]):
+    """Runs the pin: a task that reads an 8 MB object through a ref its closure captures, against the
+    same ref passed as an argument; after the driver's `del ref`, Ray still counts a reference to the
+    captured one and none to the passed one."""
+
+    facts_type = type(None)
+    shares_driver = True  # the pinned object stays in the shared driver's job: 8 MB until it ends
+
+    def model(self, subject: Subject) -> Plan:
+        return Plan(
+            Variant("captured", script(REFERENCE_COUNT + CAPTURE_MODEL.format(parameter="", read="ray.get(ref)", argument=""))),
+            Variant("passed as an argument", script(REFERENCE_COUNT + CAPTURE_MODEL.format(parameter="block", read="block", argument="ref"))),
+            "modelled",
+            "a task reads an 8 MB object through a captured ref, then the driver drops its own",
+        )
 
 
 class ClosureCaptureObjectRef(Rule):
@@ -24,6 +73,7 @@ class ClosureCaptureObjectRef(Rule):
     preview = True
     tokens = REMOTE_MADE
     also_tokens = REF_TOKENS
+    experiment = PinnedByClosureExperiment()
     docs = """
 ## What it does
 Finds a remote function or actor class whose body reads a name from the module or from an

@@ -8,7 +8,7 @@ from typing import Literal
 import libcst as cst
 
 from ray_lint.diagnostics import Severity
-from ray_lint.experiment import Plan, ReproductionExperiment, Subject, Variant, script
+from ray_lint.experiment import REFERENCE_COUNT, Plan, ReproductionExperiment, Subject, Variant, script
 from ray_lint.model import SemanticModel
 from ray_lint.python_model import AFTER_ALL, CallSite, Scope, iter_subtree, literal_string
 from ray_lint.rule import Context, Invalid, Rule, Valid
@@ -57,14 +57,6 @@ class Consumer:
     def drop(self):
         self.refs = None
         return True
-
-def counted(key, seconds):
-    '''The driver's (the owner's) reference count of the object, polled until it is gone or `seconds` passed.'''
-    core = ray._private.worker.global_worker.core_worker
-    deadline = time.time() + seconds
-    while key.encode() in core.get_all_reference_counts() and time.time() < deadline:
-        time.sleep(0.1)
-    return core.get_all_reference_counts().get(key.encode())
 
 ref = compute.remote(1)
 ray.wait([ref])
@@ -144,8 +136,8 @@ class OutOfBandExperiment(ReproductionExperiment[OutOfBand]):
             flagged = FETCH_REBUILT.format(away=away, back=back)
             shape = f"an 8 MB object's ref sent out of band (`{away.split('  #')[0]}`), dropped, and rebuilt"
         return Plan(
-            Variant("out of band", script(OBJECT + flagged)),
-            Variant("through Ray", script(OBJECT + THROUGH_RAY)),
+            Variant("out of band", script(REFERENCE_COUNT + OBJECT + flagged)),
+            Variant("through Ray", script(REFERENCE_COUNT + OBJECT + THROUGH_RAY)),
             "modelled",
             f"{shape}; and the ref handed to an actor in a list",
         )

@@ -7,6 +7,7 @@ import re
 import libcst as cst
 
 from ray_lint.diagnostics import Severity
+from ray_lint.experiment import Plan, ReproductionExperiment, Subject, Variant, script
 from ray_lint.model import RemoteDef, RemoteOptions, SemanticModel
 from ray_lint.python_model import CallSite, FunctionInfo, iter_subtree, literal_number, literal_string
 from ray_lint.rule import REMOTE_MADE, Context, Invalid, Option, Rule, Valid
@@ -34,6 +35,63 @@ HTTP_REQUESTS = frozenset({"requests.request", "httpx.request"})
 HTTP_SESSIONS = frozenset({"requests.Session", "requests.session", "requests.sessions.Session", "httpx.Client"})
 
 
+# A task that inserts an order into a SQLite table and then raises, the first time only (as a notification
+# that fails after the write); `retry_exceptions=True` runs it again. `{table}` and `{insert}` are the
+# schema and the write.
+RETRIED_WRITE_MODEL = """\
+import sqlite3
+import tempfile
+
+folder = tempfile.mkdtemp()
+database, failed_once = os.path.join(folder, "orders.db"), os.path.join(folder, "failed-once")
+with sqlite3.connect(database) as connection:
+    connection.execute("{table}")
+
+@ray.remote(retry_exceptions=True, max_retries=1)
+def record_order(order_id, total):
+    with sqlite3.connect(database) as connection:
+        connection.execute("{insert}", (order_id, total))
+    if not os.path.exists(failed_once):
+        open(failed_once, "w").close()
+        raise ConnectionError("the customer notification failed after the insert")
+
+ray.get(record_order.remote(1, 9.5))
+with sqlite3.connect(database) as connection:
+    rows = connection.execute("SELECT COUNT(*) FROM orders WHERE id = 1").fetchone()[0]
+if rows > 1:
+    __ray_lint_evidence__ = {{"wrong": (
+        f"the task inserted order 1, then raised, and Ray ran it again: the table holds {{rows}} rows for the one order"
+    )}}
+else:
+    __ray_lint_evidence__ = {{"right": f"after the retry the table holds {{rows}} row for the order"}}
+"""
+
+
+class RetriedWriteExperiment(ReproductionExperiment[None]):
+    """Runs the retry: a task that inserts a row into a SQLite table and then raises the first time,
+    with `retry_exceptions=True`, against the same task with an idempotent write (a key and `ON CONFLICT
+    DO NOTHING`). The model stands for the flagged write, whichever it is, and for whatever makes Ray run
+    the task again (an exception, a dead worker)."""
+
+    facts_type = type(None)
+    shares_driver = True
+
+    def model(self, subject: Subject) -> Plan:
+        plain = RETRIED_WRITE_MODEL.format(
+            table="CREATE TABLE orders (id INTEGER, total REAL)", insert="INSERT INTO orders (id, total) VALUES (?, ?)",
+        )
+        idempotent = RETRIED_WRITE_MODEL.format(
+            table="CREATE TABLE orders (id INTEGER PRIMARY KEY, total REAL)",
+            insert="INSERT INTO orders (id, total) VALUES (?, ?) ON CONFLICT (id) DO NOTHING",
+        )
+        return Plan(
+            Variant("plain insert", script(plain)),
+            Variant("idempotent insert", script(idempotent)),
+            "modelled",
+            "a task with retry_exceptions=True inserts a row into SQLite, then raises once",
+        )
+
+
 class RetryNonIdempotent(Rule):
     code = "RAY074"
     name = "retry-non-idempotent"
@@ -43,6 +101,7 @@ class RetryNonIdempotent(Rule):
     preview = True
     tokens = ("execute", "send", "put_record", "chat_postMessage", "incr", "decr", "push", "xadd")
     also_tokens = REMOTE_MADE
+    experiment = RetriedWriteExperiment()
     options = (
         Option(
             "include-default-retries",

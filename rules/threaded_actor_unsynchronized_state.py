@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from ray_lint.diagnostics import Severity
+from ray_lint.experiment import Plan, ReproductionExperiment, Subject, Variant, script
 from ray_lint.model import RemoteDef, SemanticModel
 from ray_lint.python_model import (
     AFTER_ALL,
@@ -41,6 +42,80 @@ class _Update:
     how: str  # what the statement does, for the message
 
 
+@dataclass(frozen=True)
+class ThreadFacts:
+    """What the model needs: the state the method updates (its text), and how many calls run at once
+    (None when the code computes it)."""
+
+    state: str
+    threads: int | None
+
+
+# A threaded actor whose `add` reads a counter, works a millisecond and writes it back, {calls} times
+# from the driver; `{guard}` is the line the fix puts around the update (a lock), or nothing.
+COUNTER_MODEL = """\
+import threading
+
+CALLS = {calls}
+
+@ray.remote(max_concurrency={threads})
+class Counter:
+    def __init__(self):
+        self.count = 0
+        self.lock = threading.Lock()
+
+    def add(self):
+{update}
+
+    def total(self):
+        return self.count
+
+counter = Counter.remote()
+ray.get([counter.add.remote() for _ in range(CALLS)])
+total = ray.get(counter.total.remote())
+if total < CALLS:
+    __ray_lint_evidence__ = {{"wrong": (
+        f"{{CALLS}} calls each added 1 to a counter (standing for `{state}`) in an actor that runs up to {threads} "
+        f"calls at once, yet it counts {{total}}: {{CALLS - total}} updates were lost"
+    )}}
+else:
+    __ray_lint_evidence__ = {{"right": f"the counter reached {{total}} of {{CALLS}}"}}
+"""
+UNGUARDED = """\
+        value = self.count
+        time.sleep(0.001)  # the method's work between the read and the write
+        self.count = value + 1"""
+GUARDED = """\
+        with self.lock:
+            value = self.count
+            time.sleep(0.001)
+            self.count = value + 1"""
+
+
+class LostUpdateExperiment(ReproductionExperiment[ThreadFacts]):
+    """Runs the race: 200 calls into a threaded actor (the finding's `max_concurrency`, else 8) whose
+    method reads a counter, works a millisecond, and writes it back, without a lock and with one (the
+    fix). The model stands for the method's own update: the work between the read and the write is
+    what lets another thread run in between."""
+
+    facts_type = ThreadFacts
+    shares_driver = True
+    CALLS = 200
+    ASSUMED_THREADS = 8
+
+    def model(self, subject: Subject) -> Plan:
+        facts = self.facts(subject)
+        threads = facts.threads or self.ASSUMED_THREADS
+        shared = {"calls": self.CALLS, "threads": threads, "state": facts.state}
+        counted = "" if facts.threads else f" ({threads} assumed: the code computes it)"
+        return Plan(
+            Variant("no lock", script(COUNTER_MODEL.format(**shared, update=UNGUARDED))),
+            Variant("with a lock", script(COUNTER_MODEL.format(**shared, update=GUARDED))),
+            "modelled",
+            f"{self.CALLS} calls into an actor with max_concurrency={threads}{counted}; each reads a counter, works 1 ms and writes it back",
+        )
+
+
 class ThreadedActorUnsynchronizedState(Rule):
     code = "RAY079"
     name = "threaded-actor-unsynchronized-state"
@@ -50,6 +125,7 @@ class ThreadedActorUnsynchronizedState(Rule):
     preview = True
     tokens = ("max_concurrency",)
     also_tokens = REMOTE_MADE
+    experiment = LostUpdateExperiment()
     docs = """
 ## What it does
 Finds a method of a threaded actor, a synchronous actor class given a `max_concurrency` that
@@ -272,6 +348,7 @@ depends on them) is the author's decision.
                     ctx.report(
                         update.statement,
                         f"`{state}` is updated without a lock, but `{cls.node.name.value}` runs up to {threads} calls at once",
+                        facts=ThreadFacts(update.state, int(threads) if threads.isdigit() else None),
                     )
 
 

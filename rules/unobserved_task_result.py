@@ -5,10 +5,74 @@ from __future__ import annotations
 import libcst as cst
 
 from ray_lint.diagnostics import Severity
+from ray_lint.experiment import Plan, ReproductionExperiment, Subject, Variant, script
 from ray_lint.model import SemanticModel, Submission
 from ray_lint.python_model import Binding, CallSite, Scope, iter_subtree, literal_number
 from ray_lint.ray_api import declared_num_returns, expected_to_raise
 from ray_lint.rule import Context, Invalid, Rule, Valid
+
+
+# 4 tasks, of which the third raises; `{submit}` submits them and does what the driver does with the refs.
+# The driver's log of Ray's "Unhandled error" (logger `ray._private.worker`) is read, and then left as it was.
+DROPPED_REF_MODEL = """\
+import logging
+
+class Logged(logging.Handler):
+    def __init__(self):
+        super().__init__()
+        self.messages = []
+
+    def emit(self, record):
+        self.messages.append(record.getMessage())
+
+@ray.remote
+def upload(i):
+    time.sleep(0.1)
+    if i == 2:
+        raise ValueError(f"upload {{i}} failed")
+    return i
+
+logged = Logged()
+logging.getLogger("ray._private.worker").addHandler(logged)
+try:
+{submit}
+finally:
+    logging.getLogger("ray._private.worker").removeHandler(logged)
+"""
+REFS_DROPPED = """\
+    for i in range(4):
+        upload.remote(i)
+    deadline = time.time() + 10  # the driver goes on; Ray logs the error once the task has failed
+    while not logged.messages and time.time() < deadline:
+        time.sleep(0.05)
+    unhandled = [m.splitlines()[0] for m in logged.messages if m.startswith("Unhandled error")]
+    if unhandled:
+        __ray_lint_evidence__ = {"wrong": (
+            "task 2 of 4 raised ValueError, and the driver went on past its loop without an error: "
+            f"only Ray's log said so ({unhandled[0][:60]}...)"
+        )}"""
+REFS_FETCHED = """\
+    try:
+        ray.get([upload.remote(i) for i in range(4)])
+    except ray.exceptions.RayTaskError as error:
+        __ray_lint_evidence__ = {"right": f"the driver got {type(error).__name__}: {str(error).splitlines()[-1]}"}"""
+
+
+class DroppedErrorExperiment(ReproductionExperiment[None]):
+    """Runs the lost error: 4 tasks, of which one raises, submitted with their refs thrown away (the
+    driver goes on, and only Ray's log reports "Unhandled error") against refs passed to `ray.get` (the
+    driver gets the task's error)."""
+
+    facts_type = type(None)
+    shares_driver = True
+
+    def model(self, subject: Subject) -> Plan:
+        return Plan(
+            Variant("refs thrown away", script(DROPPED_REF_MODEL.format(submit=REFS_DROPPED))),
+            Variant("refs fetched", script(DROPPED_REF_MODEL.format(submit=REFS_FETCHED))),
+            "modelled",
+            "4 tasks submitted, of which the third raises",
+        )
 
 
 class UnobservedTaskResult(Rule):
@@ -19,6 +83,7 @@ class UnobservedTaskResult(Rule):
     category = "correctness"
     preview = True
     tokens = (".remote(",)
+    experiment = DroppedErrorExperiment()
     docs = """
 ## What it does
 Finds a call of a remote function defined in this file whose ObjectRef is thrown away:

@@ -214,6 +214,63 @@ def test_preview_rules_with_a_model_unnecessary_get_and_no_pipelining(cluster: C
     assert parallelism(pulled, 0) < parallelism(pulled, 1)  # the fetches overlap the work
 
 
+def test_preview_correctness_rules_reproduce_their_failure(cluster: Cluster, tmp_path: Path) -> None:
+    """RAY032, RAY074, RAY077 and RAY079 are preview rules without a fix: selected, each finding gets the
+    rule's model, which shows the failure as flagged and not as fixed."""
+    verdicts = run_verify(cluster, tmp_path, {
+        "captured.py": """
+            import ray
+
+            table = ray.put(list(range(1000)))
+
+            @ray.remote
+            def lookup(i):
+                return ray.get(table)[i]
+        """,
+        "retried.py": """
+            import ray
+
+            @ray.remote(retry_exceptions=True)
+            def record_order(order):
+                with connect() as conn:
+                    conn.execute("INSERT INTO orders (id, total) VALUES (?, ?)", (order.id, order.total))
+                    notify_customer(order)
+        """,
+        "dropped.py": """
+            import ray
+
+            @ray.remote
+            def upload(path):
+                return path
+
+            def push(paths):
+                for path in paths:
+                    upload.remote(path)
+        """,
+        "threaded.py": """
+            import ray
+
+            @ray.remote(max_concurrency=4)
+            class Stats:
+                def __init__(self):
+                    self.hits = 0
+
+                def record(self):
+                    self.hits += 1
+        """,
+    }, config={"select": ["RAY032", "RAY074", "RAY077", "RAY079"]})
+    expected = {
+        "RAY032": "still counts a reference to it",
+        "RAY074": "the table holds 2 rows for the one order",
+        "RAY077": "raised ValueError, and the driver went on",
+        "RAY079": "(standing for `self.hits`) in an actor that runs up to 4 calls at once",
+    }
+    for code, shown in expected.items():
+        verdict = only(verdicts, code)
+        assert (verdict.status, verdict.mode) == ("reproduced", "modelled"), verdict.summary
+        assert shown in verdict.summary and ": no error" in verdict.summary, verdict.summary
+
+
 def test_gpu_without_num_gpus_through_logical_gpus(cluster: Cluster, tmp_path: Path) -> None:
     verdicts = run_verify(cluster, tmp_path, {"gpu.py": """
         import ray
