@@ -6,10 +6,58 @@ from __future__ import annotations
 import libcst as cst
 
 from ray_lint.diagnostics import Severity
+from ray_lint.experiment import Experiment, Plan, Subject, Variant, script, timed
 from ray_lint.libraries import TRAIN_TOKENS, TUNE_TOKENS
 from ray_lint.libraries.tune import REPORT_TOKENS, TuneFacts
 from ray_lint.python_model import CallSite, FunctionInfo, Loop, scope_within
 from ray_lint.rule import Context, Invalid, Rule, Valid
+
+
+# A Tune sweep over the learning rates `{grid}` whose trials run {epochs} epochs of {batches} batches of
+# {batch_ms} ms each, reporting at `{report}` (once per batch, or once per epoch). `timed` covers only `fit()`.
+BATCHES_MODEL = """\
+import tempfile
+
+def train_fn(config):
+    for epoch in range({epochs}):
+        for batch in range({batches}):
+            time.sleep({batch_ms} / 1000)
+            loss = config["lr"] / (1 + epoch)
+{report}
+
+tuner = tune.Tuner(
+    train_fn,
+    param_space={{"lr": tune.grid_search({grid})}},
+    run_config=tune.RunConfig(storage_path=tempfile.mkdtemp(), verbose=0),
+)
+"""
+
+
+class ResultsPerBatchExperiment(Experiment[None]):
+    """A Tune sweep of 2 trials, each 4 epochs of 250 batches of 1 ms, that reports after every batch
+    against once per epoch; timed from `fit()` on. The same work: what A adds is Tune's driver handling
+    1,000 results per trial instead of 4."""
+
+    facts_type = type(None)
+    shares_driver = True
+    more_parallelism = False  # the trials are the same; A pays for the results Tune's driver handles
+    TRIALS = 2
+    EPOCHS = 4
+    BATCHES = 250
+    BATCH_MS = 1
+
+    def plan(self, subject: Subject) -> Plan:
+        grid = [round(0.1 * (i + 1), 1) for i in range(self.TRIALS)]
+        shared = {"grid": grid, "epochs": self.EPOCHS, "batches": self.BATCHES, "batch_ms": self.BATCH_MS}
+        fit = timed("return sorted(result.metrics['loss'] for result in tuner.fit())")
+        per_batch = "            tune.report({'loss': loss})"
+        per_epoch = "        tune.report({'loss': loss})"
+        return Plan(
+            Variant("a report per batch", script(BATCHES_MODEL.format(**shared, report=per_batch) + fit, ("tune",))),
+            Variant("a report per epoch", script(BATCHES_MODEL.format(**shared, report=per_epoch) + fit, ("tune",))),
+            "modelled",
+            f"a Tune sweep of {self.TRIALS} trials of {self.EPOCHS} epochs of {self.BATCHES} batches of {self.BATCH_MS} ms",
+        )
 
 
 class ReportTooOften(Rule):
@@ -21,6 +69,7 @@ class ReportTooOften(Rule):
     preview = True
     tokens = ("report(",)
     also_tokens = TUNE_TOKENS + TRAIN_TOKENS + REPORT_TOKENS
+    experiment = ResultsPerBatchExperiment()
     docs = """
 ## What it does
 Finds, in a function trainable handed to `tune.Tuner(...)` / `tune.run(...)` (through

@@ -214,6 +214,23 @@ def test_preview_rules_with_a_model_unnecessary_get_and_no_pipelining(cluster: C
     assert parallelism(pulled, 0) < parallelism(pulled, 1)  # the fetches overlap the work
 
 
+def test_report_too_often_is_timed_on_a_tune_sweep(cluster: Cluster, tmp_path: Path) -> None:
+    verdicts = run_verify(cluster, tmp_path, {"sweep.py": """
+        from ray import tune
+
+        def train_fn(config):
+            for epoch in range(config["epochs"]):
+                for x, y in loader:
+                    loss = step(x, y)
+                    tune.report({"loss": loss})
+
+        tuner = tune.Tuner(train_fn, param_space={"epochs": 3})
+    """}, config={"select": ["RAY204"]})
+    verdict = only(verdicts, "RAY204")
+    assert (verdict.status, verdict.labels) == ("pattern confirmed (model)", ("a report per batch", "a report per epoch")), verdict.summary
+    assert verdict.ratio is not None and verdict.ratio >= 1.5 and verdict.same_results is True
+
+
 def test_preview_correctness_rules_reproduce_their_failure(cluster: Cluster, tmp_path: Path) -> None:
     """RAY032, RAY074, RAY077 and RAY079 are preview rules without a fix: selected, each finding gets the
     rule's model, which shows the failure as flagged and not as fixed."""
