@@ -6,6 +6,7 @@ from __future__ import annotations
 import libcst as cst
 
 from ray_lint.diagnostics import Applicability, Severity
+from ray_lint.experiment import Plan, ReproductionExperiment, Subject, Variant, script
 from ray_lint.model import RemoteDef
 from ray_lint.project import given
 from ray_lint.rule import REMOTE_MADE, Context, FixPlan, Invalid, Rule, Valid
@@ -14,6 +15,65 @@ from ray_lint.rule import REMOTE_MADE, Context, FixPlan, Invalid, Rule, Valid
 # with any of them the default is 1 CPU held; with none, 1 CPU to be placed and 0 held.
 RESOURCE_OPTIONS = ("num_cpus", "num_gpus", "resources", "accelerator_type")
 KEYWORD = "num_cpus=1"
+
+
+# {count} actors of a class declared with `{options}` on a node of {cpus} CPUs: how many Ray places (started
+# within 2 s of the first {cpus}), and how many of their CPU-bound calls then run at once.
+PLACED_MODEL = """\
+@ray.remote{options}
+class Worker:
+    def work(self):
+        start = time.time()
+        while time.time() < start + 0.5:  # CPU-bound
+            pass
+        return start, time.time()
+
+workers = [Worker.remote() for _ in range({count})]
+ready = {{worker.__ray_ready__.remote(): worker for worker in workers}}
+first, waiting = ray.wait(list(ready), num_returns={cpus}, timeout=60)
+more, waiting = ray.wait(waiting, num_returns=len(waiting), timeout=2)
+placed = [ready[ref] for ref in first + more]
+spans = ray.get([worker.work.remote() for worker in placed])
+edges = sorted([(start, 1) for start, _ in spans] + [(end, -1) for _, end in spans])
+running = peak = 0
+for _, step in edges:
+    running += step
+    peak = max(peak, running)
+for worker in workers:
+    ray.kill(worker)
+if len(placed) > {cpus}:
+    __ray_lint_evidence__ = {{"wrong": (
+        f"Ray placed all {{len(placed)}} actors that ask for no CPU on a node of {cpus} CPUs, and their CPU-bound calls "
+        f"ran {{peak}} at once"
+    )}}
+else:
+    __ray_lint_evidence__ = {{"right": f"{{len(placed)}} of {count} actors were placed, one per CPU; the other {{len(waiting)}} waited for one"}}
+"""
+
+
+class PlacedBeyondCpusExperiment(ReproductionExperiment[None]):
+    """Runs the pile-up: as many actors as the cluster has CPUs, and 2 more, of a class that asks for no
+    CPU, each then running a CPU-bound call, against the same class with `num_cpus=1` (the fix). Always
+    the model: the user's code shows no error to compare, only how many actors run at once."""
+
+    facts_type = type(None)
+    shares_driver = True
+    MOST_CPUS = 8  # the model starts one actor per CPU and 2 more
+
+    def plan(self, subject: Subject) -> Plan | str:
+        return self.model(subject)
+
+    def model(self, subject: Subject) -> Plan | str:
+        cpus = int(subject.cluster_cpus)
+        if not 1 <= cpus <= self.MOST_CPUS:
+            return f"the model starts an actor per CPU and 2 more: run it on a cluster of at most {self.MOST_CPUS} CPUs (--num-cpus)"
+        shared = {"count": cpus + 2, "cpus": cpus}
+        return Plan(
+            Variant("no num_cpus", script(PLACED_MODEL.format(**shared, options=""))),
+            Variant("num_cpus=1", script(PLACED_MODEL.format(**shared, options="(num_cpus=1)"))),
+            "modelled",
+            f"{cpus + 2} actors of one class on a node of {cpus} CPUs, each running a CPU-bound call",
+        )
 
 
 class ActorDefaultNumCpus(Rule):
@@ -26,6 +86,7 @@ class ActorDefaultNumCpus(Rule):
     fixable = True
     tokens = REMOTE_MADE
     also_tokens = ("class ",)
+    experiment = PlacedBeyondCpusExperiment()
     docs = """
 ## What it does
 Finds a `@ray.remote` class (or `ray.remote(Cls)`, `ray.remote(...)(Cls)`) that asks for no

@@ -232,9 +232,21 @@ def test_report_too_often_is_timed_on_a_tune_sweep(cluster: Cluster, tmp_path: P
 
 
 def test_preview_correctness_rules_reproduce_their_failure(cluster: Cluster, tmp_path: Path) -> None:
-    """RAY032, RAY074, RAY077 and RAY079 are preview rules without a fix: selected, each finding gets the
-    rule's model, which shows the failure as flagged and not as fixed."""
+    """RAY032, RAY044, RAY074, RAY077 and RAY079 are preview rules: selected, each finding gets the rule's
+    model (RAY044's fix is not run on the user's code, which would show nothing), which shows the failure
+    as flagged and not as fixed."""
     verdicts = run_verify(cluster, tmp_path, {
+        "placed.py": """
+            import ray
+
+            @ray.remote
+            class Embedder:
+                def embed(self, texts):
+                    return [len(t) for t in texts]
+
+            if __name__ == "__main__":
+                embedders = [Embedder.remote() for _ in range(8)]
+        """,
         "captured.py": """
             import ray
 
@@ -267,7 +279,7 @@ def test_preview_correctness_rules_reproduce_their_failure(cluster: Cluster, tmp
         "threaded.py": """
             import ray
 
-            @ray.remote(max_concurrency=4)
+            @ray.remote(max_concurrency=4, num_cpus=1)
             class Stats:
                 def __init__(self):
                     self.hits = 0
@@ -275,9 +287,10 @@ def test_preview_correctness_rules_reproduce_their_failure(cluster: Cluster, tmp
                 def record(self):
                     self.hits += 1
         """,
-    }, config={"select": ["RAY032", "RAY074", "RAY077", "RAY079"]})
+    }, config={"select": ["RAY032", "RAY044", "RAY074", "RAY077", "RAY079"]})
     expected = {
         "RAY032": "still counts a reference to it",
+        "RAY044": "Ray placed all 4 actors that ask for no CPU on a node of 2 CPUs",
         "RAY074": "the table holds 2 rows for the one order",
         "RAY077": "raised ValueError, and the driver went on",
         "RAY079": "(standing for `self.hits`) in an actor that runs up to 4 calls at once",
