@@ -33,6 +33,8 @@ def render_rule(rule: type[Rule]) -> str:
     ]
     if rule.experiment is not None:
         lines += ["## Verification", "", f"`ray-lint verify` {verification(rule)}: {_paragraph(type(rule.experiment).__doc__)}", ""]
+    elif rule.no_experiment:
+        lines += ["## Verification", "", f"`ray-lint verify` lists the finding without running anything: {rule.no_experiment}.", ""]
     return "\n".join(lines)
 
 

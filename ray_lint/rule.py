@@ -156,6 +156,7 @@ class Rule:
     docs: ClassVar[str]
     options: ClassVar[tuple[Option, ...]] = ()
     experiment: ClassVar[Experiment | None] = None  # how `ray-lint verify` confirms a finding at run time
+    no_experiment: ClassVar[str] = ""  # without an experiment: why (for `verify` and the rule's page)
     # Whether the rule reports test code (`test-files`). None: only if it is not a performance rule, since a
     # slow shape in a test of three workers costs nothing that matters, while a bug is a bug everywhere.
     in_tests: ClassVar[bool | None] = None

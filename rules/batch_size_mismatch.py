@@ -43,6 +43,10 @@ class BatchSizeMismatch(Rule):
     tokens = ("batch_size",)
     also_tokens = DATA_TOKENS
     options = (LARGE_CPU_BATCH_OPTION,)
+    no_experiment = (
+        "its cost is a worker out of heap, which depends on the rows' size and the node's memory, and a model"
+        " cannot cause it without putting the machine at risk"
+    )
     docs = """
 ## What it does
 Finds `ds.map_batches(fn, batch_size=N)` on a Ray Data dataset with a literal `N` of 100,000

@@ -46,6 +46,10 @@ class BroadcastLargeFromRankZero(Rule):
     tokens = ("broadcast_from_rank_zero",)
     also_tokens = TRAIN_TOKENS
     options = (LOADERS_OPTION,)
+    no_experiment = (
+        "Ray 2.60 does not raise here; it logs a warning in the Ray Train worker and goes on (see Why is this"
+        " bad?)"
+    )
     docs = """
 ## What it does
 Finds `ray.train.collective.broadcast_from_rank_zero(data)` where `data` is an object whose size

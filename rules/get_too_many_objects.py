@@ -39,6 +39,10 @@ class GetTooManyObjects(Rule):
             "Total size, in megabytes (10**6 bytes), from which results of a known size are reported, whatever their number.",
         ),
     )
+    no_experiment = (
+        "its cost is spilling once the results outgrow the object store, and the verifier's shared cluster "
+        "has a store far larger than a model's data"
+    )
     docs = """
 ## What it does
 Finds one `ray.get(refs)` on a list of refs built by a comprehension or a loop over

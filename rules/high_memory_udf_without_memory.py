@@ -64,6 +64,10 @@ class HighMemoryUdfWithoutMemory(Rule):
     preview = True
     tokens = LOAD_TOKENS
     also_tokens = DATA_TOKENS
+    no_experiment = (
+        "its cost is actors killed for memory on a loaded node, which a model cannot cause without putting "
+        "the machine it runs on at risk"
+    )
     docs = """
 ## What it does
 Finds `ds.map_batches(Cls)` (or `map`, `flat_map`, `filter`) where `Cls` is a callable class of

@@ -61,6 +61,10 @@ class MemoryHeavyWithoutMemoryResource(Rule):
         "zeros(", "ones(", "empty(", "full(", "rand(", "randn(", "random(", "normal(", "uniform(", "randint(",
     )
     also_tokens = REMOTE_MADE
+    no_experiment = (
+        "its cost is a node running out of memory, which a model cannot cause without putting the machine it "
+        "runs on at risk"
+    )
     docs = """
 ## What it does
 Finds a remote function whose own body loads something whole into memory:

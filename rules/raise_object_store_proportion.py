@@ -49,6 +49,10 @@ class RaiseObjectStoreProportion(Rule):
     category = "resource"
     preview = True
     tokens = (VARIABLE,)
+    no_experiment = (
+        "its cost is less heap for tasks on a loaded node, a memory effect a model cannot show without "
+        "exhausting the machine"
+    )
     docs = """
 ## What it does
 Finds `RAY_DEFAULT_OBJECT_STORE_MEMORY_PROPORTION` set to a literal above Ray's default of 0.3:

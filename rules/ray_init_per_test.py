@@ -116,6 +116,10 @@ class RayInitPerTest(Rule):
     preview = True  # on real test suites, per-test clusters are mostly deliberate isolation (benchmarks/real)
     tokens = INIT_CALLED
     also_tokens = ("def test",)
+    no_experiment = (
+        "its cost is `ray.init()` itself, which the verifier turns into a no-op: every variant joins its one "
+        "shared cluster"
+    )
     docs = """
 ## What it does
 Finds a test suite that starts a new Ray cluster for each test, when the same file shows at least

@@ -37,6 +37,9 @@ class TrainHardcodedDevice(Rule):
     tokens = ("cuda",)
     also_tokens = TRAIN_TOKENS
     anchor_tokens = TRAINER_CALL_TOKENS
+    no_experiment = (
+        "it needs a node with 2 real GPUs: logical GPUs have no CUDA device to put a model on"
+    )
     docs = """
 ## What it does
 Finds, in a function handed to a Ray Train trainer (or a helper it calls), a CUDA device with a

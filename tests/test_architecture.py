@@ -125,3 +125,13 @@ def test_findings_hand_their_experiment_its_declared_facts() -> None:
                 if finding.code == rule.code and not isinstance(finding.facts, expected):
                     wrong.append(f"{rule.code} line {example.line}: {type(finding.facts).__name__}, not {expected.__name__}")
     assert wrong == []
+
+
+def test_every_rule_has_an_experiment_or_says_why_not() -> None:
+    """`ray-lint verify` runs every finding it can; a rule it cannot verify says why, in one place, for the
+    verdict and the rule's page (RAY000 reports unreadable files: there is nothing to run)."""
+    from ray_lint.diagnostics import FILE_ERROR_CODE
+    from ray_lint.rule import all_rules
+
+    silent = [rule.code for rule in all_rules() if rule.code != FILE_ERROR_CODE and (rule.experiment is None) == (not rule.no_experiment)]
+    assert silent == [], "neither an experiment nor a reason, or both"

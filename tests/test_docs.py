@@ -80,5 +80,7 @@ def test_readme_counts_the_rules() -> None:
     preview = [rule for rule in rules if rule.preview]
     assert f"\n{len(rules)} rules, each with a page" in readme
     assert f"Preview rules ({len(preview)} of them;" in readme
+    verified = [rule for rule in preview if rule.experiment is not None]
+    assert f"Of the {len(preview)} preview rules, {len(verified)}\nhave one; the other {len(preview) - len(verified)} have" in readme
     for code in re.findall(r"\[(RAY\d{3})\]\(docs/rules/", readme):
         assert rule_by_code_or_name(code) is not None, code

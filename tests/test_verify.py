@@ -721,14 +721,17 @@ def test_nothing_to_verify_starts_no_cluster(tmp_path: Path) -> None:
 
 
 def test_a_finding_without_an_experiment_is_listed_not_dropped(tmp_path: Path) -> None:
-    (tmp_path / "pyproject.toml").write_text("[tool.ray-lint]\npreview = true\nselect = ['RAY077']\n")
-    (tmp_path / "fire.py").write_text("import ray\n\n@ray.remote\ndef f(x):\n    return x\n\nf.remote(1)\n")
+    (tmp_path / "pyproject.toml").write_text("[tool.ray-lint]\npreview = true\nselect = ['RAY003']\n")
+    (tmp_path / "fetch.py").write_text(
+        "import ray\nrefs = []\nfor shard in range(4096):\n    refs.append(load_shard.remote(shard))\ntables = ray.get(refs)\n"
+    )
     proc = subprocess.run(
-        [sys.executable, "-m", "ray_lint", "verify", "fire.py", "--output-format", "json"], cwd=tmp_path, capture_output=True, text=True, timeout=60,
+        [sys.executable, "-m", "ray_lint", "verify", "fetch.py", "--output-format", "json"], cwd=tmp_path, capture_output=True, text=True, timeout=60,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     (verdict,) = json.loads(proc.stdout)
-    assert (verdict["code"], verdict["status"], verdict["ran"]) == ("RAY077", "no experiment", "nothing"), verdict
+    assert (verdict["code"], verdict["status"], verdict["ran"]) == ("RAY003", "no experiment", "nothing"), verdict
+    assert "outgrow the object store" in verdict["summary"], verdict  # the rule says why it has none
     assert "local cluster" not in proc.stderr  # nothing to run: no cluster
 
 

@@ -100,7 +100,7 @@ class Linted:
     def without_experiment(self) -> list[Verdict]:
         """A "no experiment" verdict for each finding of a rule that has none: listed, never dropped."""
         return [
-            Verdict(str(path), d.start.line, d.code, "no experiment", None, f"{d.code} has no experiment yet: {d.message}")
+            Verdict(str(path), d.start.line, d.code, "no experiment", None, f"{d.code} has no experiment ({_why_none(d.code)}): {d.message}")
             for path, result in self.results
             for d in result.diagnostics
             if d.code != FILE_ERROR_CODE and _experiment_of(d.code) is None
@@ -149,6 +149,11 @@ def _reproducing_rules() -> tuple[type[Rule], ...]:
 def _experiment_of(code: str) -> Experiment | None:
     rule = rule_by_code_or_name(code)
     return rule.experiment if rule is not None else None
+
+
+def _why_none(code: str) -> str:
+    rule = rule_by_code_or_name(code)
+    return rule.no_experiment if rule is not None and rule.no_experiment else "none yet"
 
 
 def plan_findings(linted: Linted, cluster: Cluster) -> tuple[list[Job], list[Verdict]]:
