@@ -126,6 +126,18 @@ def short_size(size: Size) -> str:
 # array's entry in the space or nothing; `{trainable}` what the Tuner gets (`train_fn`, or it wrapped by
 # `tune.with_parameters` or `functools.partial`). Each trial reads the array's first item and reports
 # `{reports}` times; `timed` covers only `fit()`.
+# Put before a timed Tune model, in both forms: Tune's first sweep in a process sets up what later ones
+# reuse, which would otherwise slow whichever form runs first.
+TUNE_WARM_UP = """\
+import tempfile
+
+def warm_up(config):
+    tune.report({"score": 0.0})
+
+tune.Tuner(warm_up, run_config=tune.RunConfig(storage_path=tempfile.mkdtemp(), verbose=0)).fit()
+
+"""
+
 SWEEP_MODEL = """\
 import functools
 import tempfile
