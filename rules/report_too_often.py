@@ -35,8 +35,8 @@ tuner = tune.Tuner(
 
 class ResultsPerBatchExperiment(Experiment[None]):
     """A Tune sweep of 2 trials, each 4 epochs of 250 batches of 1 ms, that reports after every batch
-    against once per epoch; timed from `fit()` on, after a one-trial sweep that sets Tune up in both forms. The same work: what A adds is Tune's driver handling
-    1,000 results per trial instead of 4."""
+    against once per epoch; timed from `fit()` on, after a one-trial sweep that sets Tune up in both
+    forms. The same work: what A adds is Tune's driver handling 1,000 results per trial instead of 4."""
 
     facts_type = type(None)
     shares_driver = True
