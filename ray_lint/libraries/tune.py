@@ -121,11 +121,6 @@ def short_size(size: Size) -> str:
     return "loaded data" if size.loader is not None else "marked large"
 
 
-# A model for experiments (text; nothing here runs): a Tune sweep over the learning rates `{grid}` whose function
-# trainable reads a `{mb}` MB array from its config or from its `data` argument. `{config}` is either the
-# array's entry in the space or nothing; `{trainable}` what the Tuner gets (`train_fn`, or it wrapped by
-# `tune.with_parameters` or `functools.partial`). Each trial reads the array's first item and reports
-# `{reports}` times; `timed` covers only `fit()`.
 # Put before a timed Tune model, in both forms: Tune's first sweep in a process sets up what later ones
 # reuse, which would otherwise slow whichever form runs first.
 TUNE_WARM_UP = """\
@@ -138,6 +133,11 @@ tune.Tuner(warm_up, run_config=tune.RunConfig(storage_path=tempfile.mkdtemp(), v
 
 """
 
+# A model for experiments (text; nothing here runs): a Tune sweep over the learning rates `{grid}` whose function
+# trainable reads a `{mb}` MB array from its config or from its `data` argument. `{config}` is either the
+# array's entry in the space or nothing; `{trainable}` what the Tuner gets (`train_fn`, or it wrapped by
+# `tune.with_parameters` or `functools.partial`). Each trial reads the array's first item and reports
+# `{reports}` times; `timed` covers only `fit()`.
 SWEEP_MODEL = """\
 import functools
 import tempfile
