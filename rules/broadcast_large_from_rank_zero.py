@@ -6,7 +6,9 @@ from __future__ import annotations
 import libcst as cst
 
 from ray_lint.diagnostics import Severity
+from ray_lint.experiment import Plan, ReproductionExperiment, Subject, Variant
 from ray_lint.libraries import TRAIN_TOKENS, keyword_value
+from ray_lint.libraries.train import TRAIN_RUN_TIMEOUT_S, torch_trainer_joint
 from ray_lint.libraries.tune import short_size
 from ray_lint.model import SemanticModel
 from ray_lint.python_model import Scope
@@ -36,6 +38,63 @@ def _largest_branch(
     return max(sizes, key=lambda size: -1 if size.bytes is None else size.bytes, default=None)
 
 
+
+class BroadcastWarningExperiment(ReproductionExperiment[None]):
+    """Two CPU workers of one Ray Train run broadcast 100 kB from rank 0 with `broadcast_from_rank_zero`,
+    then (the fix on the rule's page) the path of a file that holds it, and keep what Ray Train logged
+    about the broadcast: Ray 2.60 warns that the data exceeds the 1000 bytes it allows, and goes on."""
+
+    facts_type = type(None)
+    least_timeout_s = TRAIN_RUN_TIMEOUT_S
+    STEP = """\
+def {name}():
+    import logging
+
+    import ray.train.collective
+
+    rank = ray.train.get_context().get_world_rank()
+
+    def through_a_file(data):
+        path = None
+        if rank == 0:
+            path = os.path.join(KEPT, "broadcast.bin")
+            with open(path, "wb") as handle:
+                handle.write(data)
+        path = ray.train.collective.broadcast_from_rank_zero(path)
+        with open(path, "rb") as handle:
+            return handle.read()
+
+    class Logged(logging.Handler):
+        def emit(self, record):
+            messages.append(record.getMessage())
+
+    messages, handler = [], Logged()
+    logger = logging.getLogger("ray.train.v2._internal.execution.collective_impl")
+    logger.addHandler(handler)
+    try:
+        received = {form}
+    finally:
+        logger.removeHandler(handler)
+    keep({{"size": len(received), "logged": messages}})
+"""
+    COMPARE = """
+warned = [message for message in kept[0]["logged"] if "exceeds the maximum broadcast size" in message]
+if warned:
+    __ray_lint_evidence__ = {"wrong": f"Ray Train warned on rank 0: {warned[0]}; rank 1 still got the {kept[1]['size']} bytes"}
+else:
+    __ray_lint_evidence__ = {"right": f"no warning; rank 1 got the {kept[1]['size']} bytes"}
+"""
+
+    def model(self, subject: Subject) -> Plan:
+        flagged = "ray.train.collective.broadcast_from_rank_zero(bytes(100_000) if rank == 0 else None)"
+        return Plan(
+            Variant("broadcast the data", ""),
+            Variant("broadcast a file's path", ""),
+            "modelled",
+            "a 2-worker CPU TorchTrainer hands 100 kB from rank 0 to rank 1, by broadcast and through a file, in one run",
+            joint=torch_trainer_joint(self.STEP, flagged, "through_a_file(bytes(100_000))", self.COMPARE),
+        )
+
 class BroadcastLargeFromRankZero(Rule):
     code = "RAY212"
     name = "broadcast-large-from-rank-zero"
@@ -46,10 +105,7 @@ class BroadcastLargeFromRankZero(Rule):
     tokens = ("broadcast_from_rank_zero",)
     also_tokens = TRAIN_TOKENS
     options = (LOADERS_OPTION,)
-    no_experiment = (
-        "Ray 2.60 does not raise here; it logs a warning in the Ray Train worker and goes on (see Why is this"
-        " bad?)"
-    )
+    experiment = BroadcastWarningExperiment()
     docs = """
 ## What it does
 Finds `ray.train.collective.broadcast_from_rank_zero(data)` where `data` is an object whose size

@@ -231,6 +231,19 @@ def test_report_too_often_is_timed_on_a_tune_sweep(cluster: Cluster, tmp_path: P
     assert verdict.ratio is not None and verdict.ratio >= 1.5 and verdict.same_results is True
 
 
+def test_broadcast_of_large_data_shows_ray_trains_own_warning(cluster: Cluster, tmp_path: Path) -> None:
+    verdicts = run_verify(cluster, tmp_path, {"loop.py": """
+        import numpy as np
+        import ray.train.collective
+
+        def loop(config):
+            table = ray.train.collective.broadcast_from_rank_zero(np.zeros((1000, 1000)))
+    """}, config={"select": ["RAY212"]})
+    verdict = only(verdicts, "RAY212")
+    assert (verdict.status, verdict.mode) == ("reproduced", "modelled"), verdict.summary
+    assert "exceeds the maximum broadcast size of 1000 bytes" in verdict.summary and "no warning" in verdict.summary
+
+
 def test_preview_correctness_rules_reproduce_their_failure(cluster: Cluster, tmp_path: Path) -> None:
     """RAY032, RAY044, RAY074, RAY077 and RAY079 are preview rules: selected, each finding gets the rule's
     model (RAY044's fix is not run on the user's code, which would show nothing), which shows the failure
