@@ -65,7 +65,9 @@ class PlacedBeyondCpusExperiment(ReproductionExperiment[None]):
 
     def model(self, subject: Subject) -> Plan | str:
         cpus = int(subject.cluster_cpus)
-        if not 1 <= cpus <= self.MOST_CPUS:
+        if cpus < 1:
+            return "the cluster has no whole CPU: the model needs one per actor it places"
+        if cpus > self.MOST_CPUS:
             return f"the model starts an actor per CPU and 2 more: run it on a cluster of at most {self.MOST_CPUS} CPUs (--num-cpus)"
         shared = {"count": cpus + 2, "cpus": cpus}
         return Plan(
