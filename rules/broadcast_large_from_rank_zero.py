@@ -48,10 +48,10 @@ class BroadcastWarningExperiment(ReproductionExperiment[None]):
     least_timeout_s = TRAIN_RUN_TIMEOUT_S
     STEP = """\
 def {name}():
+    import importlib
     import logging
 
-    import ray.train.collective
-
+    collective = importlib.import_module("ray.train.collective")  # not imported in a Train worker by default
     rank = ray.train.get_context().get_world_rank()
 
     def through_a_file(data):
@@ -60,7 +60,7 @@ def {name}():
             path = os.path.join(KEPT, "broadcast.bin")
             with open(path, "wb") as handle:
                 handle.write(data)
-        path = ray.train.collective.broadcast_from_rank_zero(path)
+        path = collective.broadcast_from_rank_zero(path)
         with open(path, "rb") as handle:
             return handle.read()
 
@@ -86,7 +86,7 @@ else:
 """
 
     def model(self, subject: Subject) -> Plan:
-        flagged = "ray.train.collective.broadcast_from_rank_zero(bytes(100_000) if rank == 0 else None)"
+        flagged = "collective.broadcast_from_rank_zero(bytes(100_000) if rank == 0 else None)"
         return Plan(
             Variant("broadcast the data", ""),
             Variant("broadcast a file's path", ""),
