@@ -27,8 +27,8 @@ TRIVIAL_METHODS = frozenset(
 )
 
 
-# A queue actor that takes FETCH_S to hand out each of `items` items, then None; and a task that
-# pulls them and spends WORK_S on each, asking for the next one at `{request}`.
+# A queue actor that takes `{fetch_s}` to hand out each of `{items}` items, then None; and a task that pulls
+# them with `{body}`, its loop: ONE_AT_A_TIME or PIPELINED, each spending `{work_s}` on an item.
 PULL_MODEL = """\
 @ray.remote(num_cpus=0)
 class Queue:

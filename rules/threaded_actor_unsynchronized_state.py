@@ -51,8 +51,8 @@ class ThreadFacts:
     threads: int | None
 
 
-# A threaded actor whose `add` reads a counter, works a millisecond and writes it back, {calls} times
-# from the driver; `{guard}` is the line the fix puts around the update (a lock), or nothing.
+# A threaded actor of `{threads}` threads whose `add`, called `{calls}` times from the driver, runs `{update}`:
+# UNGUARDED (read a counter, work a millisecond, write it back) or GUARDED (the same under a lock, the fix).
 COUNTER_MODEL = """\
 import threading
 
