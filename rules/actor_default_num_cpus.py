@@ -18,7 +18,8 @@ KEYWORD = "num_cpus=1"
 
 
 # {count} actors of a class declared with `{options}` on a node of {cpus} CPUs: how many Ray places (started
-# within 2 s of the first {cpus}), and how many of their CPU-bound calls then run at once.
+# within 8 s of the first {cpus}: Ray starts as many worker processes at a time as the node has CPUs, and
+# slowly on a loaded machine), and how many of their CPU-bound calls then run at once.
 PLACED_MODEL = """\
 @ray.remote{options}
 class Worker:
@@ -31,7 +32,7 @@ class Worker:
 workers = [Worker.remote() for _ in range({count})]
 ready = {{worker.__ray_ready__.remote(): worker for worker in workers}}
 first, waiting = ray.wait(list(ready), num_returns={cpus}, timeout=60)
-more, waiting = ray.wait(waiting, num_returns=len(waiting), timeout=2)
+more, waiting = ray.wait(waiting, num_returns=len(waiting), timeout=8)
 placed = [ready[ref] for ref in first + more]
 spans = ray.get([worker.work.remote() for worker in placed])
 edges = sorted([(start, 1) for start, _ in spans] + [(end, -1) for _, end in spans])
