@@ -378,11 +378,21 @@ class Experiment(Generic[Facts]):
         """Whether a run of A did what the plan needs (a script that raises cannot be timed)."""
         return run.ok
 
-    def settled(self, a: list[Run], b: list[Run]) -> bool:
-        """Whether the rounds so far already decide: every pair far past the threshold, or none faster.
-        More rounds only matter near the threshold, where a median of several is worth its time."""
+    def settled(self, a: list[Run], b: list[Run], rounds: int) -> bool:
+        """Whether the rounds so far already decide: every pair far past the threshold, or none faster; or
+        more than half of all `rounds` on one side of the threshold, which the median of all of them can no
+        longer cross (above it, only where the ratio alone decides: no timeline and no `evidence` of the
+        experiment's own, whose medians could still change). More rounds only matter near the threshold,
+        where a median of several is worth its time."""
         ratios = [x.wall_s / y.wall_s for x, y in zip(a, b) if y.wall_s > 0]
-        return bool(ratios) and (min(ratios) >= self.threshold * self.clear_margin or max(ratios) <= 1.0)
+        if not ratios:
+            return False
+        if min(ratios) >= self.threshold * self.clear_margin or max(ratios) <= 1.0:
+            return True
+        majority = rounds // 2 + 1
+        above = sum(ratio >= self.threshold for ratio in ratios)
+        ratio_alone = not self.more_parallelism and type(self).evidence is Experiment.evidence
+        return len(ratios) - above >= majority or (above >= majority and ratio_alone)
 
     def judge(self, subject: Subject, plan: Plan, a: list[Run], b: list[Run]) -> Verdict:
         """Inconclusive when a run failed; otherwise `judge_runs` decides."""

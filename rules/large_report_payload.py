@@ -48,7 +48,7 @@ class ReportPayloadExperiment(Experiment[None]):
     more_parallelism = False  # the trials are the same; A pays for moving and logging results, not for less overlap
     MB = 8
     TRIALS = 2
-    REPORTS = 5
+    REPORTS = 3
 
     def plan(self, subject: Subject) -> Plan:
         grid = [round(0.1 * (i + 1), 1) for i in range(self.TRIALS)]

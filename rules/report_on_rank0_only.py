@@ -15,7 +15,7 @@ from ray_lint.rule import Context, Invalid, Rule, Valid
 REPORTS = frozenset({"ray.train.report", "ray.train.v2.api.train_fn_utils.report"})
 # How long after a worker finished its loop `fit()` may take to return before the run counts as hung: a
 # finished run returns within a second, once the controller (`QUICK_CONTROLLER`) sees every worker done.
-HANG_S = 15
+HANG_S = 8
 # Both forms in one 2-worker CPU TorchTrainer run (`Plan.joint`; one start of Ray Train serves both): each
 # worker reports twice, the fixed form, and leaves a file in FINISHED/b; then reports twice more on rank 0
 # only, the flagged form, and leaves a file in FINISHED/a. `fit()` runs in a daemon thread: the driver waits

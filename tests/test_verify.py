@@ -8,6 +8,7 @@ import json
 import os
 import shutil
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -20,10 +21,12 @@ from pathlib import Path
 
 import psutil
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ray_lint.config import Resolver, parse_layer
 from ray_lint.verify.cluster import Cluster
-from ray_lint.experiment import Run, Verdict
+from ray_lint.experiment import Experiment, Plan, Run, Verdict
 from ray_lint.verify.report import render_html
 from ray_lint.verify.runner import verify
 
@@ -114,6 +117,54 @@ def only(verdicts: list[Verdict], code: str) -> Verdict:
     found = [v for v in verdicts if v.code == code]
     assert len(found) == 1, verdicts
     return found[0]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.floats(min_value=0.5, max_value=3.0), min_size=1, max_size=5),
+    st.integers(min_value=1, max_value=5),
+    st.booleans(),
+)
+def test_rounds_stop_early_only_when_the_rest_cannot_change_the_verdicts_side(
+    ratios: list[float], rounds: int, timeline_has_a_say: bool,
+) -> None:
+    """Whatever the rounds still to run measure, the median of all of them stays on the side of the
+    threshold that the rounds run so far settled on."""
+    experiment = Experiment[None]()
+    experiment.more_parallelism = timeline_has_a_say
+    rounds = max(rounds, len(ratios))
+    a, b = [Run(True, None, ratio) for ratio in ratios], [Run(True, None, 1.0) for _ in ratios]
+    clear = min(ratios) >= experiment.threshold * experiment.clear_margin or max(ratios) <= 1.0
+    if not experiment.settled(a, b, rounds) or clear:
+        return
+    side = statistics.median(ratios) >= experiment.threshold
+    for rest in (0.0, 100.0):  # the rounds to come, all as slow or as fast as can be
+        assert (statistics.median(ratios + [rest] * (rounds - len(ratios))) >= experiment.threshold) == side
+    assert not (side and timeline_has_a_say)
+
+
+def test_two_rounds_of_three_on_one_side_settle_it() -> None:
+    experiment = Experiment[None]()
+    experiment.more_parallelism = False
+
+    def settled(*ratios: float, rounds: int = 3) -> bool:
+        return experiment.settled([Run(True, None, r) for r in ratios], [Run(True, None, 1.0) for _ in ratios], rounds)
+
+    assert not settled(1.5)  # one round near the threshold (1.3) decides nothing
+    assert settled(1.5, 1.4) and settled(1.2, 1.1)
+    assert not settled(1.5, 1.2)
+    assert not settled(1.5, 1.4, rounds=5) and settled(1.5, 1.4, 1.6, rounds=5)
+    experiment.more_parallelism = True  # the timeline's median could still disagree: only "below" settles
+    assert not settled(1.5, 1.4) and settled(1.2, 1.1)
+
+    class OwnEvidence(Experiment[None]):
+        more_parallelism = False
+
+        def evidence(self, plan: Plan, a: list[Run], b: list[Run]) -> tuple[str, bool, str]:
+            return "", len(a) > 2, "fewer than 3 rounds"
+
+    experiment = OwnEvidence()  # evidence of its own, which a third round could still change
+    assert not settled(1.5, 1.4) and settled(1.2, 1.1)
 
 
 def parallelism(verdict: Verdict, side: int) -> float:

@@ -317,7 +317,7 @@ def run_job(job: Job, cluster: Cluster, repeat: int, timeout: float, scratch: Pa
         job.b.clear()
         succeeded = pair()
     rounds = job.experiment.rounds or repeat
-    while succeeded and len(job.a) < rounds and not job.experiment.settled(job.a, job.b):
+    while succeeded and len(job.a) < rounds and not job.experiment.settled(job.a, job.b, rounds):
         succeeded = pair()
 
 
