@@ -42,6 +42,7 @@ from ray_lint.syntax import parses
 
 Mode = Literal["measured", "modelled", "evidence"]
 Facts = TypeVar("Facts")
+Planned = TypeVar("Planned", "Plan", "Plan | str")
 # How long a model waits on work that can never be scheduled (an infeasible or pinned request) before
 # it calls it pending: Ray would schedule feasible work on an idle cluster in milliseconds.
 PENDING_S = 2
@@ -254,6 +255,22 @@ class Subject:
             plan = Plan(a, b, "measured", f"{shown}{timing}", fallback=plan, runner=runner)
         return plan if plans else None
 
+    def not_run_because(self, what: str, tests: bool = True) -> str:
+        """Why `on_user_code(…, what, …, tests)` found nothing of the user's to run: the verdict, which says
+        what ran, says why the model ran instead."""
+        why = "the file has no `__main__` block"
+        if what != "timing" or not tests:
+            return why
+        function = self.flagged_function()
+        if function is None:
+            return f"{why}, and the finding is in no plain (non-async) function to time"
+        where = "the tests named" if self.tests is not None else "the project"
+        return f"{why}, and no test in {where} calls `{function}`"
+
+    def without_fix(self) -> str:
+        """Why the finding's fix gives no fixed form of the user's code to run."""
+        return "the finding has no automatic fix" if self.diagnostic.fix is None else "its fix does not apply cleanly here"
+
     def tests_calling(self, function: str, root: Path) -> list[str]:
         """Test files that mention `function` and the flagged module: those named by --tests or the
         config, else those under the project root (`test_*.py`, `*_test.py`)."""
@@ -370,9 +387,10 @@ class Experiment(Generic[Facts]):
         the rule has no fix to apply."""
         fixed = subject.fixed_text()
         if fixed is None:
-            return model
+            return model_instead(model, f"{subject.without_fix()}, so there is no fixed form of it to time")
         written, corrected = Variant("as written", subject.instrumented(subject.text)), Variant("fixed", subject.instrumented(fixed))
-        return subject.on_user_code(written, corrected, "timing", model) or model
+        own = subject.on_user_code(written, corrected, "timing", model)
+        return own or model_instead(model, subject.not_run_because("timing"))
 
     def ran_as_planned(self, run: Run) -> bool:
         """Whether a run of A did what the plan needs (a script that raises cannot be timed)."""
@@ -567,12 +585,14 @@ class ReproductionExperiment(Experiment[Facts]):
     def plan(self, subject: Subject) -> Plan | str:
         model = self.model(subject)
         fixed = subject.fixed_text()
-        if fixed is None or subject.still_fails(fixed):  # Ray stops at the first refused call: the fixed
-            return model                                  # script would fail too, at another finding
+        if fixed is None:
+            return model_instead(model, subject.without_fix())
+        if subject.still_fails(fixed):  # Ray stops at the first refused call: the fixed script would fail too
+            return model_instead(model, "with this fix the file would still fail at another finding")
         # An error shows in the script's own run; a test that fails on it says less, so no tests here.
         fallback = model if isinstance(model, Plan) else None
         own = subject.on_user_code(Variant("as written", subject.text), Variant("fixed", fixed), "error", fallback, tests=False)
-        return own or model
+        return own or model_instead(model, subject.not_run_because("error", tests=False))
 
     def model(self, subject: Subject) -> Plan | str:
         """The flagged shape and its fix as two small programs (see `script`), or why there is none."""
@@ -629,6 +649,11 @@ def _error_line(error: str, pattern: str) -> str:
         if re.search(pattern, line):
             return line.strip()[:300]
     return last_line(error)
+
+
+def model_instead(model: Planned, why: str) -> Planned:
+    """`model` (a plan, or why there is none), its shape saying why the user's code does not run instead."""
+    return replace(model, shape=f"{model.shape}; your code was not run: {why}") if isinstance(model, Plan) else model
 
 
 def _blank_verdict(subject: Subject, plan: Plan, a: list[Run], b: list[Run]) -> Verdict:

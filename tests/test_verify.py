@@ -581,6 +581,60 @@ def test_a_joint_plan_runs_both_forms_in_one_process_and_each_form_keeps_its_evi
     assert Path(folder).parent.parent.name.startswith("ray-lint-verify-") and not Path(folder).exists(), folder  # in the scratch folder
 
 
+# Where the verifier could run the user's code but runs the rule's model, the verdict says why.
+WHY_A_MODEL = """
+import asyncio
+import ray
+
+
+@ray.remote
+class Server:
+    async def to_text(self, seed):
+        return seed
+
+
+async def client():
+    for i in range(10):
+        server = Server.remote()
+        print(await server.to_text.remote(i))  # RAY001, with no automatic fix
+
+
+@ray.remote(resources={"CPU": 2})  # RAY046: its fix leaves the RAY047 below
+def heavy():
+    return 1
+
+
+@ray.remote(num_cpus=-1)  # RAY047, with no automatic fix
+def bad():
+    return 1
+
+
+def squares(n):
+    return [ray.get(heavy.remote()) for _ in range(n)]  # RAY001, fixable: no __main__ reaches it, no test calls it
+"""
+
+
+@pytest.mark.parametrize("with_main", [False, True], ids=["module", "script"])
+def test_a_model_verdict_says_why_your_code_did_not_run(tmp_path: Path, with_main: bool) -> None:
+    from ray_lint.verify.runner import lint_for_verify, plan_findings
+
+    text = WHY_A_MODEL + ('\nif __name__ == "__main__":\n    asyncio.run(client())\n' if with_main else "")
+    (tmp_path / "serve.py").write_text(text, encoding="utf-8")
+    linted = lint_for_verify([tmp_path / "serve.py"], Resolver(parse_layer({}, "test", tmp_path), isolated=True))
+    jobs, _ = plan_findings(linted, Cluster("not started: planning only", 2, 0, owned=False))
+    why = {(job.subject.diagnostic.code, job.subject.diagnostic.start.line): job.plan.shape.partition("; your code was not run: ")[2] for job in jobs}
+    assert {key: value for key, value in why.items() if key[1] != 29} == {
+        ("RAY001", 15): "the finding has no automatic fix, so there is no fixed form of it to time",
+        ("RAY046", 18): "with this fix the file would still fail at another finding",
+        ("RAY047", 23): "the finding has no automatic fix",
+    }, why
+    squares = next(job.plan for job in jobs if job.subject.diagnostic.start.line == 29)
+    if with_main:  # the entry point runs, falling back to the model only if it cannot
+        assert squares.runs_user_code and squares.fallback is not None and "your code was not run" not in squares.fallback.shape
+    else:
+        assert why[("RAY001", 29)] == "the file has no `__main__` block, and no test in the project calls `squares`"
+
+
 @pytest.mark.parametrize(
     "main, reason",
     [("raise ValueError('needs data')", "ValueError: needs data"), ("sys.exit(3)", "SystemExit(3)")],
