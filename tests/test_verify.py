@@ -191,9 +191,12 @@ def test_get_in_loop_modelled_is_confirmed_with_timeline_evidence(cluster: Clust
     assert verdict.same_results is True
 
 
-def test_get_in_loop_measured_on_the_users_own_script(cluster: Cluster, tmp_path: Path) -> None:
-    main = "ray.init()\n    print(squares(6))\n    ray.shutdown()"
-    verdicts = run_verify(cluster, tmp_path, {"script.py": SCRIPT_TEMPLATE.format(main=main)}, repeat=2)
+def test_get_in_loop_measured_on_the_users_own_script(cluster: Cluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("PYTHONDONTWRITEBYTECODE", raising=False)  # as a user's shell has it: Python writes bytecode
+    main = "from helper import label\n    ray.init()\n    print(label(squares(6)))\n    ray.shutdown()"
+    files = {"script.py": SCRIPT_TEMPLATE.format(main=main), "helper.py": "def label(values):\n    return f'squares: {values}'\n"}
+    verdicts = run_verify(cluster, tmp_path, files, repeat=2)
+    assert sorted(path.name for path in tmp_path.iterdir()) == sorted(files), "the run left files in the project"  # no __pycache__
     verdict = only(verdicts, "RAY001")
     assert (verdict.status, verdict.mode, verdict.ran) == ("confirmed on your code", "measured", "your code"), verdict.summary
     assert verdict.ratio is not None and verdict.ratio >= 1.5

@@ -374,8 +374,7 @@ def _run_alone(
     """The variant in a process of its own: whether it timed out, and its exit status."""
     env = _environment(cluster, scratch)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [runner.path_entry or directory, env.get("PYTHONPATH")]))
-    if runner.kind != "script":
-        env["PYTHONDONTWRITEBYTECODE"] = "1"  # the user's project is left as it was: no new __pycache__
+    env["PYTHONDONTWRITEBYTECODE"] = "1"  # the user's project is left as it was: no new __pycache__ (a script's imports too)
     with open(output_path, "wb") as output:
         process = subprocess.Popen(
             [sys.executable, "-m", "ray_lint.verify.probe", spec_path],
