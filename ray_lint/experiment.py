@@ -43,6 +43,7 @@ from ray_lint.syntax import parses
 Mode = Literal["measured", "modelled", "evidence"]
 Facts = TypeVar("Facts")
 Planned = TypeVar("Planned", "Plan", "Plan | str")
+NOTEBOOK_NOT_RUN = "a notebook's cells are not run (they expect a kernel's state and order)"
 # How long a model waits on work that can never be scheduled (an infeasible or pinned request) before
 # it calls it pending: Ray would schedule feasible work on an idle cluster in milliseconds.
 PENDING_S = 2
@@ -138,6 +139,12 @@ class Verdict:
     ratio: float | None = None
     runs: tuple[list[Run], list[Run]] = field(default_factory=lambda: ([], []))
     same_results: bool | None = None
+    cell: int | None = None  # in a notebook: the cell (1-based, as `check` counts them), and `line` within it
+
+    @property
+    def location(self) -> str:
+        """Where the finding is, as `check` names it: `path:line`, or `path:cell N:line` in a notebook."""
+        return f"{self.path}:cell {self.cell}:{self.line}" if self.cell is not None else f"{self.path}:{self.line}"
 
     @property
     def ran(self) -> str:
@@ -163,6 +170,7 @@ class Verdict:
 
         return {
             "path": self.path,
+            "cell": self.cell,
             "line": self.line,
             "code": self.code,
             "status": self.status,
@@ -194,6 +202,7 @@ class Subject:
     tests: tuple[str, ...] | None = None  # test files or folders named by --tests or the config; None: search
     # Whether a text still has a finding of a rule that reproduces failures (the verifier lints it).
     still_fails: Callable[[str], bool] = lambda text: False
+    notebook: bool = False  # `text` is a notebook's code cells: never run, only the rule's model
 
     def fixed_text(self) -> str | None:
         """The file with this finding's fix applied, if it has one and the result parses."""
@@ -232,6 +241,8 @@ class Subject:
         (as a script, or with `python -m` inside a package), then (with `tests`) the tests that call the
         flagged function; each falls back to the next, and the last to `model`. None when neither exists.
         `what` is "timing" when the flagged function is timed."""
+        if self.notebook:
+            return None
         plans: list[tuple[str, Runner]] = []
         function = (self.flagged_function() or "") if what == "timing" else ""  # only a timed function must be called
         package = _package_of(Path(self.path))
@@ -258,6 +269,8 @@ class Subject:
     def not_run_because(self, what: str, tests: bool = True) -> str:
         """Why `on_user_code(…, what, …, tests)` found nothing of the user's to run: the verdict, which says
         what ran, says why the model ran instead."""
+        if self.notebook:
+            return NOTEBOOK_NOT_RUN
         why = "the file has no `__main__` block"
         if what != "timing" or not tests:
             return why
@@ -386,8 +399,9 @@ class Experiment(Generic[Facts]):
         point, else its tests: `Subject.on_user_code`), falling back to `model`; the model alone when
         the rule has no fix to apply."""
         fixed = subject.fixed_text()
-        if fixed is None:
-            return model_instead(model, f"{subject.without_fix()}, so there is no fixed form of it to time")
+        if fixed is None or subject.notebook:
+            why = NOTEBOOK_NOT_RUN if subject.notebook else f"{subject.without_fix()}, so there is no fixed form of it to time"
+            return model_instead(model, why)
         written, corrected = Variant("as written", subject.instrumented(subject.text)), Variant("fixed", subject.instrumented(fixed))
         own = subject.on_user_code(written, corrected, "timing", model)
         return own or model_instead(model, subject.not_run_because("timing"))
@@ -585,8 +599,8 @@ class ReproductionExperiment(Experiment[Facts]):
     def plan(self, subject: Subject) -> Plan | str:
         model = self.model(subject)
         fixed = subject.fixed_text()
-        if fixed is None:
-            return model_instead(model, subject.without_fix())
+        if fixed is None or subject.notebook:
+            return model_instead(model, NOTEBOOK_NOT_RUN if subject.notebook else subject.without_fix())
         if subject.still_fails(fixed):  # Ray stops at the first refused call: the fixed script would fail too
             return model_instead(model, "with this fix the file would still fail at another finding")
         # An error shows in the script's own run; a test that fails on it says less, so no tests here.

@@ -523,7 +523,8 @@ async def verify(ls: RayLintServer, *args: Any) -> list[dict[str, Any]]:
     except json.JSONDecodeError:
         _show(ls, f"ray-lint verify failed: {err.decode(errors='replace').strip()[-500:]}", types.MessageType.Error)
         return []
-    summary = ", ".join(f"line {v['line']} {v['code']}: {v['status']}" for v in verdicts) or "no findings to verify"
+    where = lambda v: f"cell {v['cell']}, line {v['line']}" if v.get("cell") else f"line {v['line']}"  # noqa: E731
+    summary = ", ".join(f"{where(v)} {v['code']}: {v['status']}" for v in verdicts) or "no findings to verify"
     _show(ls, f"ray-lint verify {path.name}: {summary}", types.MessageType.Info)
     return verdicts
 

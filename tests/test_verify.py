@@ -191,6 +191,29 @@ def test_get_in_loop_modelled_is_confirmed_with_timeline_evidence(cluster: Clust
     assert verdict.same_results is True
 
 
+def test_a_notebooks_finding_gets_the_model_and_its_cell(cluster: Cluster, tmp_path: Path) -> None:
+    """A notebook's cells are never run, but its findings are not dropped: the rule's model runs, and the
+    verdict names the cell and the line within it, as `check` does."""
+    from ray_lint.verify.cli import github_annotation
+
+    cells = [
+        {"cell_type": "markdown", "metadata": {}, "source": ["# Squares"]},
+        {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
+         "source": ["import ray\n", "ray.init()\n", "\n", "@ray.remote\n", "def square(x):\n", "    return x * x\n"]},
+        {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
+         "source": ["out = []\n", "for i in range(6):\n", "    out.append(ray.get(square.remote(i)))\n"]},
+    ]
+    notebook = json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
+    verdict = only(run_verify(cluster, tmp_path, {"squares.ipynb": notebook}), "RAY001")
+    assert (verdict.status, verdict.ran, verdict.cell, verdict.line) == ("pattern confirmed (model)", "the rule's model", 3, 3), verdict
+    assert verdict.location == f"{tmp_path / 'squares.ipynb'}:cell 3:3"
+    assert verdict.shape.endswith("your code was not run: a notebook's cells are not run (they expect a kernel's state and order)")
+    assert f"file={tmp_path / 'squares.ipynb'},line=3::{verdict.location}: RAY001 pattern confirmed" in github_annotation(verdict)
+    report = render_html([verdict])
+    assert "squares.ipynb:cell 3:3 RAY001" in report
+    assert "<span class='hit'>    3      out.append(ray.get(square.remote(i)))</span>" in report  # the cell's own line
+
+
 def test_get_in_loop_measured_on_the_users_own_script(cluster: Cluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("PYTHONDONTWRITEBYTECODE", raising=False)  # as a user's shell has it: Python writes bytecode
     main = "from helper import label\n    ray.init()\n    print(label(squares(6)))\n    ray.shutdown()"

@@ -119,7 +119,7 @@ def github_annotation(verdict: Verdict) -> str:
     return workflow_command(
         level,
         {"title": f"ray-lint verify ({verdict.code}): {verdict.status}", "file": verdict.path, "line": verdict.line},
-        f"{verdict.code} {verdict.status} ({verdict.ran}): {summary}",
+        f"{verdict.location}: {verdict.code} {verdict.status} ({verdict.ran}): {summary}",
     )
 
 
@@ -138,7 +138,7 @@ def render(verdicts: list[Verdict], console: Console) -> None:
         if verdict.same_results is not None:
             summary += "; same results" if verdict.same_results else "; RESULTS DIFFER"
         table.add_row(
-            escape(f"{verdict.path}:{verdict.line} {verdict.code}"),
+            escape(f"{verdict.location} {verdict.code}"),
             f"[{STYLES[verdict.status]}]{verdict.status}[/]",
             escape(how),
             escape(summary),

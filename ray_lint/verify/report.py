@@ -8,6 +8,7 @@ import html
 from pathlib import Path
 
 from ray_lint.experiment import Run, Verdict, tally
+from ray_lint.source import SourceError, decode, read_bytes
 
 ROW_HEIGHT, BAR_HEIGHT, WIDTH, LABEL_WIDTH = 22, 16, 720, 90
 COLOURS = {
@@ -42,11 +43,11 @@ def _section(verdict: Verdict) -> str:
     if verdict.same_results is not None:
         summary += "; same results" if verdict.same_results else "; results differ"
     parts = [
-        f"<section><h2>{html.escape(verdict.path)}:{verdict.line} {html.escape(verdict.code)}"
+        f"<section><h2>{html.escape(verdict.location)} {html.escape(verdict.code)}"
         f"<span class='badge' style='background:{COLOURS[verdict.status]}'>{html.escape(verdict.status)}</span></h2>",
         f"<p class='how'>{how}</p>",
         f"<p class='numbers'>{html.escape(summary)}</p>",
-        _excerpt(verdict.path, verdict.line),
+        _excerpt(verdict.path, verdict.line, verdict.cell),
     ]
     runs = [(label, runs[0]) for label, runs in zip(verdict.labels, verdict.runs) if runs and runs[0].timeline]
     if runs:
@@ -55,10 +56,15 @@ def _section(verdict: Verdict) -> str:
     return "\n".join(parts)
 
 
-def _excerpt(path: str, line: int, around: int = 4) -> str:
+def _excerpt(path: str, line: int, cell: int | None = None, around: int = 4) -> str:
+    """The lines around `line` of the file, or of its `cell` in a notebook."""
     try:
-        lines = Path(path).read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError):
+        if cell is None:
+            lines = Path(path).read_text(encoding="utf-8").splitlines()
+        else:
+            notebook = decode(read_bytes(Path(path)), Path(path)).notebook
+            lines = next(c.text for c in notebook.cells if c.index == cell).splitlines() if notebook is not None else []
+    except (OSError, UnicodeDecodeError, SourceError, StopIteration):
         return ""
     first, last = max(1, line - around), min(len(lines), line + around)
     rows = []

@@ -32,7 +32,6 @@ from ray_lint.experiment import PROBLEM_SHOWN, Experiment, Plan, ReproductionExp
 from ray_lint.files import Skipped, discover
 from ray_lint.results import FileResult
 from ray_lint.rule import Rule, all_rules, rule_by_code_or_name
-from ray_lint.source import is_notebook
 from ray_lint.verify.cluster import Cluster
 
 OUTPUT_TAIL_BYTES = 4000
@@ -68,9 +67,11 @@ def verify(
     """Lint `paths` (unless `linted` already holds their results), run an experiment for every finding of a
     rule that has one, return the verdicts (in file and line order). `progress(path, total)` is called
     after each experiment; `tests` are those --tests names."""
-    jobs, verdicts = plan_findings(linted if linted is not None else lint_for_verify(paths, resolver, tests), cluster)
+    linted = linted if linted is not None else lint_for_verify(paths, resolver, tests)
+    jobs, verdicts = plan_findings(linted, cluster)
     verdicts += run_jobs(jobs, cluster, repeat, timeout, lambda path: progress(path, len(jobs)), trace_dir)
-    return sorted(verdicts, key=lambda v: (v.path, v.line, v.code))
+    linted.locate_in_cells(verdicts)
+    return sorted(verdicts, key=lambda v: (v.path, v.cell or 0, v.line, v.code))
 
 
 @dataclass
@@ -93,6 +94,15 @@ class Linted:
             found += [f"{path}:{d.start.line}:{d.start.column}: {d.message}" for d in result.diagnostics if d.code == FILE_ERROR_CODE]
         return found
 
+    def locate_in_cells(self, verdicts: list[Verdict]) -> None:
+        """Give the verdicts of a notebook's findings their cell, and their line within it, as `check` does."""
+        notebooks = {str(path): result.notebook for path, result in self.results if result.notebook is not None}
+        for verdict in verdicts:
+            notebook = notebooks.get(verdict.path)
+            located = notebook.locate(verdict.line) if notebook is not None else None
+            if located is not None:
+                verdict.cell, verdict.line = located[0].index, located[1]
+
     def verifiable(self) -> int:
         """How many findings belong to a rule with an experiment."""
         return sum(1 for _, result in self.results for d in result.diagnostics if _experiment_of(d.code) is not None)
@@ -108,11 +118,11 @@ class Linted:
 
 
 def lint_for_verify(paths: list[Path], resolver: Resolver, tests: list[Path] | None = None) -> Linted:
-    """Lint what `verify` would run, with the project's facts. Notebooks are linted elsewhere but not run
-    here: their cells expect a kernel's state and order. `tests` (from --tests) replaces the tests the
+    """Lint what `verify` would run, with the project's facts. A notebook's findings get the rule's model
+    only: its cells expect a kernel's state and order. `tests` (from --tests) replaces the tests the
     config names; with neither, each finding's project is searched for tests."""
     found = list(discover(paths, resolver))
-    files = [item for item in found if isinstance(item, Path) and not is_notebook(item)]
+    files = [item for item in found if isinstance(item, Path)]
     missing = [item.path for item in found if isinstance(item, Skipped) and not item.path.exists()]
     missing += [test for test in tests or () if not test.exists()]
     results = resolve([lint_file(path, resolver.settings_for(path), RunOptions(write=False)) for path in files], resolver)
@@ -166,6 +176,7 @@ def plan_findings(linted: Linted, cluster: Cluster) -> tuple[list[Job], list[Ver
                 continue
             subject = Subject(
                 str(path), result.source, diagnostic, cluster.num_cpus, cluster.num_gpus, linted.tests.get(path), _still_fails,
+                notebook=result.notebook is not None,
             )
             try:
                 plan = experiment.plan(subject)
