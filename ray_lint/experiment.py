@@ -202,7 +202,7 @@ class Subject:
     tests: tuple[str, ...] | None = None  # test files or folders named by --tests or the config; None: search
     # Whether a text still has a finding of a rule that reproduces failures (the verifier lints it).
     still_fails: Callable[[str], bool] = lambda text: False
-    notebook: bool = False  # `text` is a notebook's code cells: never run, only the rule's model
+    notebook: bool = False  # `text` is a notebook's code cells: the experiments plan the rule's model only
 
     def fixed_text(self) -> str | None:
         """The file with this finding's fix applied, if it has one and the result parses."""
@@ -241,8 +241,6 @@ class Subject:
         (as a script, or with `python -m` inside a package), then (with `tests`) the tests that call the
         flagged function; each falls back to the next, and the last to `model`. None when neither exists.
         `what` is "timing" when the flagged function is timed."""
-        if self.notebook:
-            return None
         plans: list[tuple[str, Runner]] = []
         function = (self.flagged_function() or "") if what == "timing" else ""  # only a timed function must be called
         package = _package_of(Path(self.path))
@@ -269,8 +267,6 @@ class Subject:
     def not_run_because(self, what: str, tests: bool = True) -> str:
         """Why `on_user_code(…, what, …, tests)` found nothing of the user's to run: the verdict, which says
         what ran, says why the model ran instead."""
-        if self.notebook:
-            return NOTEBOOK_NOT_RUN
         why = "the file has no `__main__` block"
         if what != "timing" or not tests:
             return why

@@ -495,6 +495,11 @@ def _noqa_hover(document: TextDocument, position: types.Position) -> types.Hover
     return None
 
 
+def _where(verdict: dict[str, Any]) -> str:
+    """A verdict's place in the file, for a message: its line, and its cell in a notebook."""
+    return f"cell {verdict['cell']}, line {verdict['line']}" if verdict.get("cell") else f"line {verdict['line']}"
+
+
 @server.command(VERIFY_COMMAND)
 async def verify(ls: RayLintServer, *args: Any) -> list[dict[str, Any]]:
     """Run the runtime verifier on a saved file, only when the user asks: it executes the file."""
@@ -523,8 +528,7 @@ async def verify(ls: RayLintServer, *args: Any) -> list[dict[str, Any]]:
     except json.JSONDecodeError:
         _show(ls, f"ray-lint verify failed: {err.decode(errors='replace').strip()[-500:]}", types.MessageType.Error)
         return []
-    where = lambda v: f"cell {v['cell']}, line {v['line']}" if v.get("cell") else f"line {v['line']}"  # noqa: E731
-    summary = ", ".join(f"{where(v)} {v['code']}: {v['status']}" for v in verdicts) or "no findings to verify"
+    summary = ", ".join(f"{_where(v)} {v['code']}: {v['status']}" for v in verdicts) or "no findings to verify"
     _show(ls, f"ray-lint verify {path.name}: {summary}", types.MessageType.Info)
     return verdicts
 
