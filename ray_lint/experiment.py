@@ -43,6 +43,7 @@ from ray_lint.syntax import parses
 Mode = Literal["measured", "modelled", "evidence"]
 Facts = TypeVar("Facts")
 Planned = TypeVar("Planned", "Plan", "Plan | str")
+REPLAYED_PER_CPU = 4  # see `replayed`
 NOTEBOOK_NOT_RUN = "a notebook's cells are not run (they expect a kernel's state and order)"
 # How long a model waits on work that can never be scheduled (an infeasible or pinned request) before
 # it calls it pending: Ray would schedule feasible work on an idle cluster in milliseconds.
@@ -706,6 +707,17 @@ def script(body: str, libraries: tuple[str, ...] = ()) -> str:
     in the model's text, so that no line of a module on the lint path reads as an import of Ray."""
     imported = "".join(f"import ray.{library}\nfrom ray import {library.split('.')[0]}\n" for library in libraries)
     return "import os\nimport time\n\nimport ray\n" + imported + "\n" + textwrap.dedent(body).strip() + "\n"
+
+
+def replayed(known: int | None, assumed: int, cpus: float, unit: str) -> tuple[int, str]:
+    """How many tasks or calls a model of a serialized loop replays, and the words for it: the count in
+    the code (else `assumed`), but at most `REPLAYED_PER_CPU` per CPU (and at least 16). Past that, both
+    forms only grow alike: run one at a time against `cpus` at once, their ratio stays the CPU count,
+    and a loop of thousands would outlast the time limit."""
+    if known is None:
+        return assumed, f"{assumed} {unit} (count not in the code: {assumed} assumed)"
+    count = min(known, max(16, REPLAYED_PER_CPU * int(cpus)))
+    return count, f"{count:,} {unit}" + ("" if count == known else f" (of the {known:,} in the code)")
 
 
 def timed(body: str) -> str:

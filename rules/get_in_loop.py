@@ -25,6 +25,7 @@ from ray_lint.experiment import (
     Run,
     Subject,
     Variant,
+    replayed,
     script,
     timed,
 )
@@ -93,9 +94,8 @@ class GetInLoopExperiment(Experiment[LoopFacts]):
         return self.on_user_code_or(subject, self.model(subject))
 
     def model(self, subject: Subject) -> Plan:
-        known = self.facts(subject).iterations
-        count = known if known is not None else self.ASSUMED_ITERATIONS
-        shape = f"{count} iterations{'' if known is not None else ' (count not in the code: 8 assumed)'}, each a {self.TASK_SECONDS:g} s task"
+        count, counted = replayed(self.facts(subject).iterations, self.ASSUMED_ITERATIONS, subject.cluster_cpus, "iterations")
+        shape = f"{counted}, each a {self.TASK_SECONDS:g} s task"
         task = f"@ray.remote\ndef task(i):\n    time.sleep({self.TASK_SECONDS})\n    return i\n\n"
         return Plan(
             Variant("get in the loop", script(task + timed(f"return [ray.get(task.remote(i)) for i in range({count})]"))),

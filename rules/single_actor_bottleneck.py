@@ -9,7 +9,7 @@ import libcst as cst
 from ray_lint.analyses.actor_state import mutates_state
 from ray_lint.analyses.loop_dependence import repeats_discarded_call, sequential_by_design, single_actor
 from ray_lint.diagnostics import Severity
-from ray_lint.experiment import Experiment, Plan, Subject, Variant, script, timed
+from ray_lint.experiment import Experiment, Plan, Subject, Variant, replayed, script, timed
 from ray_lint.model import RemoteDef, SemanticModel
 from ray_lint.python_model import COMPREHENSIONS, CallSite, Loop
 from ray_lint.rule import Context, Invalid, Rule, Valid
@@ -37,15 +37,14 @@ class SingleActorBottleneckExperiment(Experiment[CallFacts]):
     ASSUMED_CALLS = 8
 
     def plan(self, subject: Subject) -> Plan | str:
-        known = self.facts(subject).iterations
-        calls = known if known is not None else self.ASSUMED_CALLS
+        calls, counted = replayed(self.facts(subject).iterations, self.ASSUMED_CALLS, subject.cluster_cpus, "calls")
         actors = max(2, int(subject.cluster_cpus))
         worker = f"@ray.remote\nclass Worker:\n    def work(self, i):\n        time.sleep({self.CALL_SECONDS})\n        return i\n\n"
         one = worker + "handles = [Worker.remote()]\n"
         many = worker + f"handles = [Worker.remote() for _ in range({actors})]\n"
         ready = "ray.get([h.work.remote(-1) for h in handles])  # actors up before the clock starts\n"
         body = f"return ray.get([handles[i % len(handles)].work.remote(i) for i in range({calls})])"
-        shape = f"{calls} calls{'' if known is not None else ' (count not in the code: 8 assumed)'} of {self.CALL_SECONDS:g} s"
+        shape = f"{counted} of {self.CALL_SECONDS:g} s"
         return Plan(
             Variant("one actor", script(one + ready + timed(body))),
             Variant(f"{actors} actors", script(many + ready + timed(body))),

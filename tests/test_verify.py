@@ -661,6 +661,35 @@ def test_a_model_verdict_says_why_your_code_did_not_run(tmp_path: Path, with_mai
         assert why[("RAY001", 29)] == "the file has no `__main__` block, and no test in the project calls `squares`"
 
 
+def test_a_model_replays_a_long_loop_in_part(tmp_path: Path) -> None:
+    """A loop of thousands, replayed in full with 0.25 s tasks, would outlast the time limit: the model
+    replays 4 per CPU (at least 16), and says so; run one at a time or all at once, the ratio is the same."""
+    from ray_lint.verify.runner import lint_for_verify, plan_findings
+
+    (tmp_path / "long.py").write_text(textwrap.dedent("""
+        import ray
+
+        @ray.remote
+        class Scorer:
+            def score(self, item):
+                return len(item)
+
+        def squares():
+            return [ray.get(square.remote(i)) for i in range(5000)]
+
+        def scores():
+            scorer = Scorer.remote()
+            return [ray.get(scorer.score.remote(str(i))) for i in range(12)]
+    """), encoding="utf-8")
+    linted = lint_for_verify([tmp_path / "long.py"], Resolver(parse_layer({}, "test", tmp_path), isolated=True))
+    for cpus, replayed in ((2, 16), (8, 32)):
+        jobs, _ = plan_findings(linted, Cluster("not started: planning only", cpus, 0, owned=False))
+        models = {job.subject.diagnostic.code: job.plan for job in jobs}
+        assert models["RAY001"].shape.startswith(f"{replayed} iterations (of the 5,000 in the code), each a 0.25 s task")
+        assert f"range({replayed})" in models["RAY001"].a.source and "5000" not in models["RAY001"].a.source
+        assert models["RAY010"].shape == "12 calls of 0.25 s" and "range(12)" in models["RAY010"].a.source  # under the cap: as in the code
+
+
 @pytest.mark.parametrize(
     "main, reason",
     [("raise ValueError('needs data')", "ValueError: needs data"), ("sys.exit(3)", "SystemExit(3)")],
