@@ -710,10 +710,10 @@ def script(body: str, libraries: tuple[str, ...] = ()) -> str:
 
 
 def replayed(known: int | None, assumed: int, cpus: float, unit: str) -> tuple[int, str]:
-    """How many tasks or calls a model of a serialized loop replays, and the words for it: the count in
-    the code (else `assumed`), but at most `REPLAYED_PER_CPU` per CPU (and at least 16). Past that, both
-    forms only grow alike: run one at a time against `cpus` at once, their ratio stays the CPU count,
-    and a loop of thousands would outlast the time limit."""
+    """How many iterations, calls or refs a model replays, and the words for it: the count in the code
+    (else `assumed`), but at most `REPLAYED_PER_CPU` per CPU (and at least 16), saying so. A count of
+    thousands would outlast the time limit, and past that both forms grow alike: a loop run one task
+    at a time against `cpus` at once keeps the CPU count as its ratio."""
     if known is None:
         return assumed, f"{assumed} {unit} (count not in the code: {assumed} assumed)"
     count = min(known, max(16, REPLAYED_PER_CPU * int(cpus)))

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from ray_lint.diagnostics import Applicability, Severity
-from ray_lint.experiment import Experiment, Plan, Run, Subject, Variant, script, timed
+from ray_lint.experiment import Experiment, Plan, Run, Subject, Variant, replayed, script, timed
 from ray_lint.model import RemoteDef, SemanticModel
 from ray_lint.python_model import COMPREHENSIONS, CallSite, FunctionInfo, child_nodes, iter_subtree, scope_within
 from ray_lint.rule import REMOTE_MADE, Context, FixPlan, Invalid, Rule, Valid
@@ -79,8 +79,7 @@ class NestedGetExperiment(Experiment[NestedFacts]):
         return self.on_user_code_or(subject, self.model(subject))
 
     def model(self, subject: Subject) -> Plan:
-        known = self.facts(subject).refs
-        refs = known if known is not None else self.ASSUMED_REFS
+        refs, counted = replayed(self.facts(subject).refs, self.ASSUMED_REFS, subject.cluster_cpus, "refs")
         load = "@ray.remote\ndef load(i):\n    return i\n\n"
         inputs = f"[load.remote(i * {refs} + j) for j in range({refs})]"
         nested = "@ray.remote\ndef merge(parts):\n    return sum(ray.get(parts))\n\n" + timed(
@@ -89,8 +88,7 @@ class NestedGetExperiment(Experiment[NestedFacts]):
         top_level = "@ray.remote\ndef merge(*parts):\n    return sum(parts)\n\n" + timed(
             f"return ray.get([merge.remote(*{inputs}) for i in range({self.TASKS})])"
         )
-        count = "" if known is not None else f" (count not in the code: {self.ASSUMED_REFS} assumed)"
-        shape = f"{self.TASKS} tasks, each given {refs} refs{count} to trivial tasks"
+        shape = f"{self.TASKS} tasks, each given {counted} to trivial tasks"
         return Plan(
             Variant("refs in a list", script(load + nested)),
             Variant("top-level refs", script(load + top_level)),

@@ -662,8 +662,8 @@ def test_a_model_verdict_says_why_your_code_did_not_run(tmp_path: Path, with_mai
 
 
 def test_a_model_replays_a_long_loop_in_part(tmp_path: Path) -> None:
-    """A loop of thousands, replayed in full with 0.25 s tasks, would outlast the time limit: the model
-    replays 4 per CPU (at least 16), and says so; run one at a time or all at once, the ratio is the same."""
+    """A loop of thousands (or thousands of refs per task), replayed in full, would outlast the time limit:
+    the model replays 4 per CPU (at least 16), and says so."""
     from ray_lint.verify.runner import lint_for_verify, plan_findings
 
     (tmp_path / "long.py").write_text(textwrap.dedent("""
@@ -680,6 +680,13 @@ def test_a_model_replays_a_long_loop_in_part(tmp_path: Path) -> None:
         def scores():
             scorer = Scorer.remote()
             return [ray.get(scorer.score.remote(str(i))) for i in range(12)]
+
+        @ray.remote
+        def total(parts):
+            return sum(ray.get(parts))
+
+        def totals(days):
+            return ray.get([total.remote([square.remote(day, s) for s in range(50_000)]) for day in range(days)])
     """), encoding="utf-8")
     linted = lint_for_verify([tmp_path / "long.py"], Resolver(parse_layer({}, "test", tmp_path), isolated=True))
     for cpus, replayed in ((2, 16), (8, 32)):
@@ -688,6 +695,7 @@ def test_a_model_replays_a_long_loop_in_part(tmp_path: Path) -> None:
         assert models["RAY001"].shape.startswith(f"{replayed} iterations (of the 5,000 in the code), each a 0.25 s task")
         assert f"range({replayed})" in models["RAY001"].a.source and "5000" not in models["RAY001"].a.source
         assert models["RAY010"].shape == "12 calls of 0.25 s" and "range(12)" in models["RAY010"].a.source  # under the cap: as in the code
+        assert models["RAY005"].shape.startswith(f"200 tasks, each given {replayed} refs (of the 50,000 in the code)")
 
 
 @pytest.mark.parametrize(
