@@ -43,7 +43,7 @@ from ray_lint.syntax import parses
 Mode = Literal["measured", "modelled", "evidence"]
 Facts = TypeVar("Facts")
 Planned = TypeVar("Planned", "Plan", "Plan | str")
-REPLAYED_PER_CPU = 4  # see `replayed`
+REPLAYED_PER_CPU, REPLAYED_AT_LEAST = 4, 16  # see `replayed`
 NOTEBOOK_NOT_RUN = "a notebook's cells are not run (they expect a kernel's state and order)"
 # How long a model waits on work that can never be scheduled (an infeasible or pinned request) before
 # it calls it pending: Ray would schedule feasible work on an idle cluster in milliseconds.
@@ -277,8 +277,10 @@ class Subject:
         where = "the tests named" if self.tests is not None else "the project"
         return f"{why}, and no test in {where} calls `{function}`"
 
-    def without_fix(self) -> str:
-        """Why the finding's fix gives no fixed form of the user's code to run."""
+    def no_fixed_form(self) -> str:
+        """Why there is no fixed form of the user's code to run (when `fixed_text` is None, or in a notebook)."""
+        if self.notebook:
+            return NOTEBOOK_NOT_RUN
         return "the finding has no automatic fix" if self.diagnostic.fix is None else "its fix does not apply cleanly here"
 
     def tests_calling(self, function: str, root: Path) -> list[str]:
@@ -397,8 +399,7 @@ class Experiment(Generic[Facts]):
         the rule has no fix to apply."""
         fixed = subject.fixed_text()
         if fixed is None or subject.notebook:
-            why = NOTEBOOK_NOT_RUN if subject.notebook else f"{subject.without_fix()}, so there is no fixed form of it to time"
-            return model_instead(model, why)
+            return model_instead(model, subject.no_fixed_form())
         written, corrected = Variant("as written", subject.instrumented(subject.text)), Variant("fixed", subject.instrumented(fixed))
         own = subject.on_user_code(written, corrected, "timing", model)
         return own or model_instead(model, subject.not_run_because("timing"))
@@ -597,7 +598,7 @@ class ReproductionExperiment(Experiment[Facts]):
         model = self.model(subject)
         fixed = subject.fixed_text()
         if fixed is None or subject.notebook:
-            return model_instead(model, NOTEBOOK_NOT_RUN if subject.notebook else subject.without_fix())
+            return model_instead(model, subject.no_fixed_form())
         if subject.still_fails(fixed):  # Ray stops at the first refused call: the fixed script would fail too
             return model_instead(model, "with this fix the file would still fail at another finding")
         # An error shows in the script's own run; a test that fails on it says less, so no tests here.
@@ -711,12 +712,12 @@ def script(body: str, libraries: tuple[str, ...] = ()) -> str:
 
 def replayed(known: int | None, assumed: int, cpus: float, unit: str) -> tuple[int, str]:
     """How many iterations, calls or refs a model replays, and the words for it: the count in the code
-    (else `assumed`), but at most `REPLAYED_PER_CPU` per CPU (and at least 16), saying so. A count of
-    thousands would outlast the time limit, and past that both forms grow alike: a loop run one task
-    at a time against `cpus` at once keeps the CPU count as its ratio."""
+    (else `assumed`), but no more than `REPLAYED_AT_LEAST`, or `REPLAYED_PER_CPU` per CPU where that is
+    more, saying so. A count of thousands would outlast the time limit, and past that both forms grow
+    alike: a loop run one task at a time against `cpus` at once keeps the CPU count as its ratio."""
     if known is None:
         return assumed, f"{assumed} {unit} (count not in the code: {assumed} assumed)"
-    count = min(known, max(16, REPLAYED_PER_CPU * int(cpus)))
+    count = min(known, max(REPLAYED_AT_LEAST, REPLAYED_PER_CPU * int(cpus)))
     return count, f"{count:,} {unit}" + ("" if count == known else f" (of the {known:,} in the code)")
 
 

@@ -650,7 +650,7 @@ def test_a_model_verdict_says_why_your_code_did_not_run(tmp_path: Path, with_mai
     jobs, _ = plan_findings(linted, Cluster("not started: planning only", 2, 0, owned=False))
     why = {(job.subject.diagnostic.code, job.subject.diagnostic.start.line): job.plan.shape.partition("; your code was not run: ")[2] for job in jobs}
     assert {key: value for key, value in why.items() if key[1] != 29} == {
-        ("RAY001", 15): "the finding has no automatic fix, so there is no fixed form of it to time",
+        ("RAY001", 15): "the finding has no automatic fix",
         ("RAY046", 18): "with this fix the file would still fail at another finding",
         ("RAY047", 23): "the finding has no automatic fix",
     }, why

@@ -63,8 +63,9 @@ def _excerpt(path: str, line: int, cell: int | None = None, around: int = 4) -> 
             lines = Path(path).read_text(encoding="utf-8").splitlines()
         else:
             notebook = decode(read_bytes(Path(path)), Path(path)).notebook
-            lines = next(c.text for c in notebook.cells if c.index == cell).splitlines() if notebook is not None else []
-    except (OSError, UnicodeDecodeError, SourceError, StopIteration):
+            texts = {c.index: c.text for c in notebook.cells} if notebook is not None else {}
+            lines = texts.get(cell, "").splitlines()
+    except (OSError, UnicodeDecodeError, SourceError):
         return ""
     first, last = max(1, line - around), min(len(lines), line + around)
     rows = []
