@@ -140,8 +140,10 @@ blocked task's CPU to other work, but the worker process, its memory and its sta
 while it waits; with many such tasks the node fills up with idle workers (Ray's "N PYTHON worker
 processes have been started" warning). Passed as top-level arguments, the refs are resolved
 before the task is scheduled, next to where the data is, and the task starts with its values in
-hand. Measured on a 2-core machine with Ray 2.60: 100 tasks each getting a list of 3 refs take
-0.371 s, the same tasks with the refs as top-level arguments take 0.213 s (1.7×).
+hand. Measured on a 2-core machine with Ray 2.60: 100 tasks each getting a list of 3 refs took
+0.371 s, the same tasks with the refs as top-level arguments 0.213 s (1.7×). On one node the cost
+is the worker processes Ray starts for tasks blocked in `ray.get`, so it varies by run: 200 such
+tasks took from 1.2× to 2.8× as long as with top-level refs.
 
 ray-lint is silent where nesting the refs is the point:
 - the task gets only some of the refs, or gets them one at a time (a `ray.get` of an item, in a
