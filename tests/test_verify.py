@@ -873,9 +873,34 @@ def test_a_package_module_with_an_entry_point_runs_with_python_dash_m(cluster: C
 
 
 def test_tests_that_fail_fall_back_to_the_model(cluster: Cluster, tmp_path: Path) -> None:
-    verdict = only(run_verify(cluster, tmp_path, package(test_body="assert quote_all([1]) == [0]")), "RAY001")
+    verdict = only(run_verify(cluster, tmp_path, package(test_body="assert quote_all(['x']) == []")), "RAY001")
     assert (verdict.status, verdict.ran) == ("pattern confirmed (model)", "the rule's model"), verdict
-    assert "the tests could not run (RuntimeError: the tests failed as they are (pytest exit status 1))" in verdict.shape
+    # Why they failed: the cause at the end of the Ray task's error, not Ray's wrapper around it.
+    assert (
+        "the tests could not run (RuntimeError: the tests failed as they are (pytest exit status 1; first failure: "
+        "tests/test_batch.py::test_quote_all: TypeError: can't multiply sequence by non-int of type 'float'))"
+    ) in verdict.shape, verdict.shape
+
+
+@pytest.mark.parametrize(
+    ("test_file", "said"),
+    [
+        ("def test_a():\n    assert [1, 2] == [0, 2]\n", "test_a.py::test_a: assert [1, 2] == [0, 2]"),
+        ("def test_a():\n    assert False, 'no quotes'\n", "test_a.py::test_a: AssertionError: no quotes"),
+        ("def test_a():\n    raise ValueError('bad\\nthing')\n", "test_a.py::test_a: ValueError: bad"),
+        ("import no_such_module\n", "test_a.py: ModuleNotFoundError: No module named 'no_such_module'"),
+    ],
+    ids=["assert", "assert-message", "raise", "collection"],
+)
+def test_the_first_failing_test_is_named_with_what_it_raised(tmp_path: Path, test_file: str, said: str) -> None:
+    (tmp_path / "test_a.py").write_text(test_file + "\ndef test_b():\n    raise KeyError('not the first')\n")
+    program = (
+        "import pytest\nfrom ray_lint.verify.probe import FirstFailure\n"
+        "failure = FirstFailure()\npytest.main(['-q', '-p', 'no:cacheprovider', 'test_a.py'], plugins=[failure])\n"
+        "print('FIRST', failure.text)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", program], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert f"FIRST {said}\n" in proc.stdout, proc.stdout + proc.stderr
 
 
 def test_tests_named_in_the_config_or_on_the_command_line(cluster: Cluster, tmp_path: Path) -> None:

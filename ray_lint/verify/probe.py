@@ -23,6 +23,7 @@ import importlib.abc
 import importlib.machinery
 import json
 import os
+import re
 import runpy
 import sys
 import time
@@ -33,6 +34,9 @@ from importlib.machinery import ModuleSpec
 from types import ModuleType
 from typing import Any
 
+ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;]*m")  # Ray colours the task name in a task's error
+PYTEST_ERROR_MARK = re.compile(r"^E\s+")  # pytest's mark on each line of an error
+EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(\([\w.]*\))?: ")  # `ValueError: …`, `ray.exceptions.RayTaskError(E): …`
 MAX_VALUES = 1000  # return values kept per run, to compare the variants call by call
 RELEASE_S = 5.0  # how long a shared driver waits for what a variant's actors held to be free again
 
@@ -119,10 +123,40 @@ def run_code(spec: dict[str, Any], timer: Timer) -> dict[str, Any]:
 
     # Plugins that reorder or spread the tests over processes would hide the calls from the timer.
     options = ["-q", "-p", "no:cacheprovider", "-p", "no:xdist", "-p", "no:randomly", f"--basetemp={spec['basetemp']}"]
-    code = pytest.main([*spec["tests"], *options])
+    failure = FirstFailure()
+    code = pytest.main([*spec["tests"], *options], plugins=[failure])
     if code != 0:
-        raise RuntimeError(f"the tests failed as they are (pytest exit status {int(code)})")
+        first = f"; first failure: {failure.text}" if failure.text else ""
+        raise RuntimeError(f"the tests failed as they are (pytest exit status {int(code)}{first})")
     return {}
+
+
+class FirstFailure:
+    """A pytest plugin that keeps the first test (or test module) that failed, with the line of its error
+    that says what went wrong: what the user needs to know why their tests could not time the function."""
+
+    def __init__(self) -> None:
+        self.text: str | None = None
+
+    def pytest_collectreport(self, report: Any) -> None:
+        self.keep(report)
+
+    def pytest_runtest_logreport(self, report: Any) -> None:
+        self.keep(report)
+
+    def keep(self, report: Any) -> None:
+        if not report.failed or self.text is not None:
+            return
+        crash = getattr(report.longrepr, "reprcrash", None)
+        message = ANSI_ESCAPE.sub("", crash.message if crash is not None else str(report.longrepr))
+        lines = [PYTEST_ERROR_MARK.sub("", line).strip() for line in message.splitlines() if line.strip()]
+        # The innermost exception (a Ray task's error ends with its cause), else the first line (`assert x == y`).
+        raised = [line for line in lines if EXCEPTION_LINE.match(line)]
+        if raised:
+            said = raised[-1]
+        else:
+            said = lines[0] if lines else "no message"
+        self.text = f"{report.nodeid}: {said}"
 
 
 def warm_up(ray: Any, workers: int) -> None:
