@@ -882,25 +882,41 @@ def test_tests_that_fail_fall_back_to_the_model(cluster: Cluster, tmp_path: Path
     ) in verdict.shape, verdict.shape
 
 
+LATER_FAILURE = "\n\ndef test_z():\n    raise KeyError('not the first')\n"
+
+
 @pytest.mark.parametrize(
-    ("test_file", "said"),
+    ("files", "why"),
     [
-        ("def test_a():\n    assert [1, 2] == [0, 2]\n", "test_a.py::test_a: assert [1, 2] == [0, 2]"),
-        ("def test_a():\n    assert False, 'no quotes'\n", "test_a.py::test_a: AssertionError: no quotes"),
-        ("def test_a():\n    raise ValueError('bad\\nthing')\n", "test_a.py::test_a: ValueError: bad"),
-        ("import no_such_module\n", "test_a.py: ModuleNotFoundError: No module named 'no_such_module'"),
+        (
+            {"test_a.py": "def test_a():\n    assert [1, 2] == [0, 2]\n" + LATER_FAILURE},
+            "the tests failed as they are (pytest exit status 1; first failure: test_a.py::test_a: assert [1, 2] == [0, 2])",
+        ),
+        ({"test_a.py": "def test_a():\n    assert False, 'no quotes'\n" + LATER_FAILURE}, "first failure: test_a.py::test_a: AssertionError: no quotes)"),
+        ({"test_a.py": "def test_a():\n    raise ValueError('bad\\nthing')\n" + LATER_FAILURE}, "first failure: test_a.py::test_a: ValueError: bad)"),
+        ({"test_a.py": "import no_such_module\n"}, "first failure: test_a.py: ModuleNotFoundError: No module named 'no_such_module')"),
+        (
+            {"test_a.py": "", "conftest.py": "import no_such_module\n"},
+            "pytest could not run the tests (exit status 4: ModuleNotFoundError: No module named 'no_such_module')",
+        ),
+        (
+            {"test_a.py": "", "pytest.ini": "[pytest]\naddopts = --no-such-option\n"},
+            "pytest could not run the tests (exit status 4: pytest.main(): error: unrecognized arguments: --no-such-option)",
+        ),
+        ({"test_a.py": "def helper():\n    pass\n"}, "pytest collected no tests (exit status 5)"),
     ],
-    ids=["assert", "assert-message", "raise", "collection"],
+    ids=["assert", "assert-message", "raise", "collection", "conftest", "usage", "no-tests"],
 )
-def test_the_first_failing_test_is_named_with_what_it_raised(tmp_path: Path, test_file: str, said: str) -> None:
-    (tmp_path / "test_a.py").write_text(test_file + "\ndef test_b():\n    raise KeyError('not the first')\n")
+def test_tests_that_cannot_time_the_function_say_why(tmp_path: Path, files: dict[str, str], why: str) -> None:
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    spec = {"runner": "tests", "path": str(tmp_path / "flagged.py"), "source": "", "tests": ["test_a.py"], "basetemp": str(tmp_path / "t")}
     program = (
-        "import pytest\nfrom ray_lint.verify.probe import FirstFailure\n"
-        "failure = FirstFailure()\npytest.main(['-q', '-p', 'no:cacheprovider', 'test_a.py'], plugins=[failure])\n"
-        "print('FIRST', failure.text)\n"
+        "from ray_lint.verify.probe import Timer, run_code\n"
+        f"try:\n    run_code({spec!r}, Timer())\nexcept RuntimeError as error:\n    print('WHY', error)\n"
     )
     proc = subprocess.run([sys.executable, "-c", program], cwd=tmp_path, capture_output=True, text=True, timeout=60)
-    assert f"FIRST {said}\n" in proc.stdout, proc.stdout + proc.stderr
+    assert why in proc.stdout, proc.stdout + proc.stderr
 
 
 def test_tests_named_in_the_config_or_on_the_command_line(cluster: Cluster, tmp_path: Path) -> None:

@@ -16,11 +16,13 @@ never changed.
 from __future__ import annotations
 
 import builtins
+import contextlib
 import functools
 import gc
 import hashlib
 import importlib.abc
 import importlib.machinery
+import io
 import json
 import os
 import re
@@ -123,12 +125,25 @@ def run_code(spec: dict[str, Any], timer: Timer) -> dict[str, Any]:
 
     # Plugins that reorder or spread the tests over processes would hide the calls from the timer.
     options = ["-q", "-p", "no:cacheprovider", "-p", "no:xdist", "-p", "no:randomly", f"--basetemp={spec['basetemp']}"]
-    failure = FirstFailure()
-    code = pytest.main([*spec["tests"], *options], plugins=[failure])
+    failure, errors = FirstFailure(), io.StringIO()
+    with contextlib.redirect_stderr(errors):  # where pytest says why it could not start
+        code = pytest.main([*spec["tests"], *options], plugins=[failure])
+    sys.stderr.write(errors.getvalue())
     if code != 0:
-        first = f"; first failure: {failure.text}" if failure.text else ""
-        raise RuntimeError(f"the tests failed as they are (pytest exit status {int(code)}{first})")
+        raise RuntimeError(pytest_failure(int(code), failure.text, errors.getvalue()))
     return {}
+
+
+def pytest_failure(code: int, first_failure: str | None, stderr: str) -> str:
+    """Why pytest exited with `code`, in one line: the first test that failed, else pytest's own error
+    (an option it does not know, a conftest that does not import)."""
+    if first_failure is not None:
+        return f"the tests failed as they are (pytest exit status {code}; first failure: {first_failure})"
+    if code == 5:
+        return "pytest collected no tests (exit status 5)"
+    lines = [line.strip() for line in ANSI_ESCAPE.sub("", stderr).splitlines()]
+    said = [PYTEST_ERROR_MARK.sub("", line) for line in lines if PYTEST_ERROR_MARK.match(line) or "error: " in line]
+    return f"pytest could not run the tests (exit status {code}{': ' + said[-1] if said else ''})"
 
 
 class FirstFailure:
