@@ -120,11 +120,12 @@ class Run:
     peak: int = 0  # most tasks running at once
     timeline: list[tuple[float, float, str]] = field(default_factory=list)  # (start, end, worker) per task
     ray_warnings: list[str] = field(default_factory=list)  # what Ray itself warned about during the run
+    calls: tuple[tuple[str, str], ...] = ()  # each call's return value: (digest, a short repr to show)
 
     def form(self, side: Literal["a", "b"]) -> Run:
         """One form's share of a joint run (`Plan.joint`): its evidence, and the run's outcome and times."""
         evidence = self.evidence.get(side) if isinstance(self.evidence, dict) else None
-        return replace(self, value=None, evidence=evidence)
+        return replace(self, value=None, calls=(), evidence=evidence)
 
 
 @dataclass
@@ -140,12 +141,22 @@ class Verdict:
     ratio: float | None = None
     runs: tuple[list[Run], list[Run]] = field(default_factory=lambda: ([], []))
     same_results: bool | None = None
+    difference: str | None = None  # where the results differ: the first call whose return values differ
     cell: int | None = None  # in a notebook: the cell (1-based, as `check` counts them), and `line` within it
 
     @property
     def location(self) -> str:
         """Where the finding is, as `check` names it: `path:line`, or `path:cell N:line` in a notebook."""
         return f"{self.path}:cell {self.cell}:{self.line}" if self.cell is not None else f"{self.path}:{self.line}"
+
+    @property
+    def results(self) -> str | None:
+        """Whether the two forms returned the same, in words, for the summary; None when not compared."""
+        if self.same_results is None:
+            return None
+        if self.same_results:
+            return "same results"
+        return "results differ" + (f": {self.difference}" if self.difference else "")
 
     @property
     def ran(self) -> str:
@@ -181,6 +192,7 @@ class Verdict:
             "shape": self.shape,
             "ratio": self.ratio,
             "same_results": self.same_results,
+            "difference": self.difference,
             "variants": {self.labels[0]: side(self.runs[0]), self.labels[1]: side(self.runs[1])},
         }
 
@@ -442,6 +454,8 @@ class Experiment(Generic[Facts]):
             return verdict
         verdict.ratio = statistics.median(x.wall_s / y.wall_s for x, y in zip(a, b) if y.wall_s > 0)
         verdict.same_results = _same_results(a, b)
+        if verdict.same_results is False:
+            verdict.difference = _first_difference(plan, a, b)
         rounds = f"median of {len(a)} rounds" if len(a) > 1 else "1 round, clear-cut"
         numbers = f"{plan.a.label} {_median_wall(a):.2f} s vs {plan.b.label} {_median_wall(b):.2f} s ({verdict.ratio:.2f}×, {rounds})"
         shown, agrees, disagreement = self.evidence(plan, a, b)
@@ -683,6 +697,22 @@ def confirmed(plan: Plan) -> Status:
 def last_line(error: str | None) -> str:
     lines = (error or "").strip().splitlines()
     return lines[-1] if lines else "unknown error"
+
+
+def _first_difference(plan: Plan, a: list[Run], b: list[Run]) -> str | None:
+    """The first call whose return value differs between the forms' first runs that returned any, in words;
+    None when those runs agree (the results differ in another round)."""
+    calls_a = next((run.calls for run in a if run.calls), ())
+    calls_b = next((run.calls for run in b if run.calls), ())
+    if not calls_a or not calls_b:
+        return None
+    for number, ((digest_a, shown_a), (digest_b, shown_b)) in enumerate(zip(calls_a, calls_b), start=1):
+        if digest_a != digest_b:
+            which = f"call {number} of {len(calls_a)} returned " if len(calls_a) > 1 else ""
+            return f"{which}{shown_a} {plan.a.label}, {shown_b} {plan.b.label}"
+    if len(calls_a) != len(calls_b):
+        return f"{len(calls_a)} calls {plan.a.label}, {len(calls_b)} {plan.b.label}"
+    return None
 
 
 def _median_wall(runs: list[Run]) -> float:

@@ -864,6 +864,56 @@ def test_a_package_module_is_measured_through_its_own_tests(cluster: Cluster, tm
     assert left == sorted({*package(), "shop", "tests"}), "the run left files in the project"  # no __pycache__, no .pytest_cache
 
 
+def test_results_that_differ_name_the_first_call_that_differs(cluster: Cluster, tmp_path: Path) -> None:
+    # Each task says how many of them were running at its midpoint: 1 each, one at a time as written;
+    # 2 once fixed, on 2 CPUs. The first call (one item) returns the same in both forms, the second does not.
+    files = {
+        "pyproject.toml": "[project]\nname = 'shop'\nversion = '0'\n",
+        "shop/__init__.py": "",
+        "shop/batch.py": """
+            import os
+            import time
+            from pathlib import Path
+
+            import ray
+
+
+            @ray.remote
+            def overlap(folder, item):
+                mine = Path(folder) / str(item)
+                mine.touch()
+                time.sleep(0.2)
+                running = len(os.listdir(folder))
+                time.sleep(0.2)
+                mine.unlink()
+                return running
+
+
+            def overlaps(folder, items):
+                counts = []
+                for item in items:
+                    counts.append(ray.get(overlap.remote(folder, item)))
+                return counts
+        """,
+        "tests/test_batch.py": """
+            import ray
+
+            from shop.batch import overlaps
+
+
+            def test_overlaps(tmp_path):
+                ray.init(num_cpus=2)
+                assert len(overlaps(str(tmp_path), [0])) == 1
+                assert len(overlaps(str(tmp_path), [1, 2])) == 2
+        """,
+    }
+    verdict = only(run_verify(cluster, tmp_path, files), "RAY001")
+    assert (verdict.ran, verdict.same_results) == ("your code", False), verdict
+    assert verdict.difference == "call 2 of 2 returned [1, 1] as written, [2, 2] fixed", verdict.difference
+    assert verdict.results == f"results differ: {verdict.difference}"
+    assert verdict.to_json()["difference"] == verdict.difference
+
+
 def test_a_package_module_with_an_entry_point_runs_with_python_dash_m(cluster: Cluster, tmp_path: Path) -> None:
     main = '\nif __name__ == "__main__":\n    ray.init()\n    print(quote_all(list(range(6))))\n'
     files = package(main=main)

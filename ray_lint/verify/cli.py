@@ -113,9 +113,7 @@ def _print(verdicts: list[Verdict], args: argparse.Namespace, stdout: TextIO) ->
 def github_annotation(verdict: Verdict) -> str:
     """One GitHub Actions workflow command per verdict: an error where the problem was shown."""
     level = "error" if verdict.status in PROBLEM_SHOWN else "notice"
-    summary = verdict.summary
-    if verdict.same_results is not None:
-        summary += "; same results" if verdict.same_results else "; results differ"
+    summary = verdict.summary + (f"; {verdict.results}" if verdict.results else "")
     return workflow_command(
         level,
         {"title": f"ray-lint verify ({verdict.code}): {verdict.status}", "file": verdict.path, "line": verdict.line},
@@ -134,14 +132,14 @@ def render(verdicts: list[Verdict], console: Console) -> None:
         how = f"{verdict.ran}, {verdict.mode}" if verdict.mode else "-"
         if verdict.shape:
             how += f": {verdict.shape}"
-        summary = verdict.summary
-        if verdict.same_results is not None:
-            summary += "; same results" if verdict.same_results else "; RESULTS DIFFER"
+        summary = escape(verdict.summary)
+        if verdict.results:
+            summary += "; " + (escape(verdict.results) if verdict.same_results else f"[bold red]{escape(verdict.results)}[/]")
         table.add_row(
             escape(f"{verdict.location} {verdict.code}"),
             f"[{STYLES[verdict.status]}]{verdict.status}[/]",
             escape(how),
-            escape(summary),
+            summary,
         )
     console.print(table)
     console.print(tally(verdicts))

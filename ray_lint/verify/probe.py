@@ -40,6 +40,7 @@ ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;]*m")  # Ray colours the task name in a ta
 PYTEST_ERROR_MARK = re.compile(r"^E\s+")  # pytest's mark on each line of an error
 EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(\([\w.]*\))?: ")  # `ValueError: …`, `ray.exceptions.RayTaskError(E): …`
 MAX_VALUES = 1000  # return values kept per run, to compare the variants call by call
+SHOWN_CHARS = 120  # of a return value's repr, in a verdict that says where the variants' results differ
 RELEASE_S = 5.0  # how long a shared driver waits for what a variant's actors held to be free again
 
 
@@ -76,6 +77,16 @@ class Timer:
             return self.values[0][:2000]
         digest = hashlib.sha256("\0".join(self.values).encode()).hexdigest()[:16]
         return f"{self.calls} calls, return values {digest}"
+
+    def each_call(self) -> list[list[str]]:
+        """Each call's return value, to find the first call where the variants differ (`call_value`)."""
+        return [call_value(value) for value in self.values]
+
+
+def call_value(value: str) -> list[str]:
+    """A return value's repr as [digest, what to show]: the digest compares it whole, the shown part is short."""
+    shown = value if len(value) <= SHOWN_CHARS else f"{value[:SHOWN_CHARS - 20]}… ({len(value):,} characters)"
+    return [hashlib.sha256(value.encode()).hexdigest()[:16], shown]
 
 
 class SourceOverride(importlib.abc.MetaPathFinder):
@@ -224,9 +235,13 @@ class Driver:
         if "__ray_lint_timed__" in namespace:  # a modelled variant timed its own critical section
             begin, end, seconds = namespace["__ray_lint_timed__"]
             result["wall_s"], result["window"] = seconds, [begin, end]
-        result["value"] = repr(namespace["__ray_lint_result__"])[:2000] if "__ray_lint_result__" in namespace else None
+        result["value"], result["calls"] = None, []
+        if "__ray_lint_result__" in namespace:
+            value = repr(namespace["__ray_lint_result__"])
+            result["value"], result["calls"] = value[:2000], [call_value(value)]
         if timer.calls:  # the function that holds the finding was instrumented and ran
             result["wall_s"], result["window"], result["value"] = timer.seconds, timer.window, timer.value()
+            result["calls"] = timer.each_call()
         elif spec.get("function") and result["ok"]:
             what = {"module": f"`python -m {spec.get('module')}`", "tests": "the tests"}.get(spec.get("runner", ""), "the entry point")
             result.update(ok=False, error=f"{what} never called `{spec['function']}`")

@@ -39,9 +39,7 @@ def render_html(verdicts: list[Verdict]) -> str:
 
 def _section(verdict: Verdict) -> str:
     how = html.escape(f"{verdict.ran}, {verdict.mode or '-'}" + (f": {verdict.shape}" if verdict.shape else ""))
-    summary = verdict.summary
-    if verdict.same_results is not None:
-        summary += "; same results" if verdict.same_results else "; results differ"
+    summary = verdict.summary + (f"; {verdict.results}" if verdict.results else "")
     parts = [
         f"<section><h2>{html.escape(verdict.location)} {html.escape(verdict.code)}"
         f"<span class='badge' style='background:{COLOURS[verdict.status]}'>{html.escape(verdict.status)}</span></h2>",

@@ -375,7 +375,7 @@ def run_variant(
         return Run(False, error, 0.0, output_tail=tail)
     return Run(
         data["ok"], data["error"], data["wall_s"], tuple(data["window"]), data["value"], data["evidence"],
-        output_tail=tail, ray_warnings=warnings,
+        output_tail=tail, ray_warnings=warnings, calls=tuple((digest, shown) for digest, shown in data["calls"]),
     )
 
 
