@@ -23,6 +23,7 @@ Nothing here imports Ray: rule modules import this on the lint path.
 
 from __future__ import annotations
 
+import ast
 import functools
 import os
 import re
@@ -296,19 +297,49 @@ class Subject:
         return "the finding has no automatic fix" if self.diagnostic.fix is None else "its fix does not apply cleanly here"
 
     def tests_calling(self, function: str, root: Path) -> list[str]:
-        """Test files that mention `function` and the flagged module: those named by --tests or the
-        config, else those under the project root (`test_*.py`, `*_test.py`)."""
+        """The tests to run, as pytest node ids, from the test files that mention `function` and the flagged
+        module: those named by --tests or the config, else those under the project root (`test_*.py`,
+        `*_test.py`). In each file, the tests whose own code mentions `function`; the whole file where none
+        does (they reach it through a helper or a fixture): a file's other tests would only cost time."""
         places = [Path(p) for p in self.tests] if self.tests is not None else [root]
         stem = Path(self.path).stem
         found: list[str] = []
         for place in places:
-            for file, text in _test_texts(place):
-                if re.search(rf"\b{re.escape(function)}\b", text) and re.search(rf"\b{re.escape(stem)}\b", text):
-                    found.append(str(file.resolve()))
-        return found[:MAX_TEST_FILES]
+            files = [
+                (file, text) for file, text in _test_texts(place)
+                if re.search(rf"\b{re.escape(function)}\b", text) and re.search(rf"\b{re.escape(stem)}\b", text)
+            ]  # fmt: skip
+            for file, text in files[:MAX_TEST_FILES - len(found)]:
+                path = str(file.resolve())
+                found += [f"{path}::{test}" for test in _tests_mentioning(text, function)] or [path]
+        return found
 
 
 MAX_TEST_FILES = 20
+
+
+def _tests_mentioning(text: str, function: str) -> list[str]:
+    """The tests of a test file (`test*` functions, and their methods in `Test*` classes) whose code names
+    `function`, as the node ids pytest gives them within the file."""
+    try:
+        module = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return []
+    candidates: list[tuple[str, ast.AST]] = []
+    for node in module.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.startswith("test"):
+            candidates.append((node.name, node))
+        elif isinstance(node, ast.ClassDef) and node.name.startswith("Test"):
+            candidates += [
+                (f"{node.name}::{item.name}", item) for item in node.body
+                if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name.startswith("test")
+            ]  # fmt: skip
+    return [name for name, test in candidates if any(_is_named(inner, function) for inner in ast.walk(test))]
+
+
+def _is_named(node: ast.AST, function: str) -> bool:
+    """Whether `node` is `function` or `something.function`."""
+    return (isinstance(node, ast.Name) and node.id == function) or (isinstance(node, ast.Attribute) and node.attr == function)
 _SKIPPED_FOLDERS = frozenset({".git", ".venv", "venv", "node_modules", "site-packages", "build", "dist", "__pycache__", ".tox", ".nox"})
 
 

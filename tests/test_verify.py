@@ -661,6 +661,55 @@ def test_a_model_verdict_says_why_your_code_did_not_run(tmp_path: Path, with_mai
         assert why[("RAY001", 29)] == "the file has no `__main__` block, and no test in the project calls `squares`"
 
 
+def test_only_the_tests_that_name_the_flagged_function_run(tmp_path: Path) -> None:
+    """In a test file, the tests whose code names the function (a file's other tests, here a broken one,
+    would only cost time); a file whose tests reach it through a helper runs whole."""
+    from ray_lint.verify.runner import lint_for_verify, plan_findings
+
+    files = package()
+    files["tests/test_batch.py"] += textwrap.dedent("""
+
+        def test_unrelated():
+            raise AssertionError("broken, and not about quoting")
+
+
+        class TestQuotes:
+            def test_two(self):
+                assert quote_all([1, 2]) == [1.5, 3.0]
+
+            def test_other(self):
+                assert True
+    """)
+    files["tests/test_helpers.py"] = textwrap.dedent("""
+        from shop import batch
+
+
+        def quoted(items):
+            return batch.quote_all(items)
+
+
+        def test_through_a_helper():
+            assert quoted([2]) == [3.0]
+    """)
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    linted = lint_for_verify([tmp_path / "shop"], Resolver(parse_layer({}, "test", tmp_path), isolated=True))
+    jobs, _ = plan_findings(linted, Cluster("not started: planning only", 2, 0, owned=False))
+    assert [job.subject.diagnostic.code for job in jobs] == ["RAY001"], jobs
+    plan = jobs[0].plan
+    root = str(tmp_path.resolve())
+    assert plan.runner.tests == (
+        f"{root}/tests/test_batch.py::test_quote_all",
+        f"{root}/tests/test_batch.py::TestQuotes::test_two",
+        f"{root}/tests/test_helpers.py",
+    ), plan.runner.tests
+    assert plan.shape == (
+        "pytest tests/test_batch.py::test_quote_all, tests/test_batch.py::TestQuotes::test_two, tests/test_helpers.py, "
+        "timing `quote_all`"
+    ), plan.shape
+
+
 def test_a_model_replays_a_long_loop_in_part(tmp_path: Path) -> None:
     """A loop of thousands (or thousands of refs per task), replayed in full, would outlast the time limit:
     the model replays 4 per CPU (at least 16), and says so."""
@@ -856,7 +905,7 @@ def test_bad_input_exits_2_with_pythons_error_and_starts_no_cluster(tmp_path: Pa
 def test_a_package_module_is_measured_through_its_own_tests(cluster: Cluster, tmp_path: Path) -> None:
     verdict = only(run_verify(cluster, tmp_path, package(), repeat=3), "RAY001")
     assert (verdict.status, verdict.ran) == ("confirmed on your code", "your code"), verdict.summary
-    assert verdict.shape == "pytest tests/test_batch.py, timing `quote_all`", verdict.shape
+    assert verdict.shape == "pytest tests/test_batch.py::test_quote_all, timing `quote_all`", verdict.shape
     assert verdict.ratio is not None and verdict.ratio >= 1.5, verdict.summary
     assert verdict.same_results is True
     assert parallelism(verdict, 0) < 1.3 < parallelism(verdict, 1)
@@ -977,7 +1026,7 @@ def test_tests_named_in_the_config_or_on_the_command_line(cluster: Cluster, tmp_
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text(text, encoding="utf-8")
     verdict = only(verify([tmp_path], Resolver(parse_layer({}, "test", tmp_path)), cluster, repeat=1), "RAY001")
-    assert verdict.shape == "pytest checks/test_batch.py, timing `quote_all`", verdict
+    assert verdict.shape == "pytest checks/test_batch.py::test_quote_all, timing `quote_all`", verdict
     none = tmp_path / "none"
     none.mkdir()
     verdict = only(verify([tmp_path / "shop"], Resolver(parse_layer({}, "test", tmp_path)), cluster, repeat=1, tests=[none]), "RAY001")
