@@ -114,7 +114,7 @@ def build_parser() -> argparse.ArgumentParser:
     verify.add_argument("--repeat", type=int, default=3, help="rounds of A B runs per finding (default: 3)")
     verify.add_argument(
         "--tests", type=Path, action="append", metavar="PATH",
-        help="test files or folders that call the flagged code (default: [tool.ray-lint.verify] tests, else the project's)",
+        help="test files, folders or pytest node ids (file::test) that call the flagged code (default: [tool.ray-lint.verify] tests, else the project's)",
     )
     verify.add_argument("--output-format", choices=("full", "json", "github"), default="full")
     verify.add_argument("--report", type=Path, metavar="FILE.html", help="also write an HTML report with timelines")

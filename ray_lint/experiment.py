@@ -84,6 +84,13 @@ class Runner:
     tests: tuple[str, ...] = ()
     function: str = ""  # the instrumented function, named in messages
 
+    @property
+    def what(self) -> str:
+        """What runs, in a few words, for the verdict's notes."""
+        if self.kind == "tests":
+            return "the tests"
+        return f"`python -m {self.module}`" if self.kind == "module" else "the script"
+
 
 @dataclass(frozen=True)
 class Plan:
@@ -301,21 +308,30 @@ class Subject:
         module: those named by --tests or the config, else those under the project root (`test_*.py`,
         `*_test.py`). In each file, the tests whose own code mentions `function`; the whole file where none
         does (they reach it through a helper or a fixture): a file's other tests would only cost time."""
-        places = [Path(p) for p in self.tests] if self.tests is not None else [root]
+        places = list(self.tests) if self.tests is not None else [str(root)]
         stem = Path(self.path).stem
         found: list[str] = []
         for place in places:
+            _, named, test = place.partition("::")  # a pytest node id names its test
             files = [
-                (file, text) for file, text in _test_texts(place)
+                (file, text) for file, text in _test_texts(file_of_tests(place))
                 if re.search(rf"\b{re.escape(function)}\b", text) and re.search(rf"\b{re.escape(stem)}\b", text)
             ]  # fmt: skip
             for file, text in files[:MAX_TEST_FILES - len(found)]:
                 path = str(file.resolve())
-                found += [f"{path}::{test}" for test in _tests_mentioning(text, function)] or [path]
+                if named:
+                    found.append(f"{path}::{test}")
+                else:
+                    found += [f"{path}::{test}" for test in _tests_mentioning(text, function)] or [path]
         return found
 
 
 MAX_TEST_FILES = 20
+
+
+def file_of_tests(place: str | Path) -> Path:
+    """The file or folder of a place to look for tests: a path, or a pytest node id (`tests/test_a.py::test_b`)."""
+    return Path(str(place).partition("::")[0])
 
 
 def _tests_mentioning(text: str, function: str) -> list[str]:
@@ -481,7 +497,11 @@ class Experiment(Generic[Facts]):
     def judge_runs(self, verdict: Verdict, subject: Subject, plan: Plan, a: list[Run], b: list[Run]) -> Verdict:
         """By wall time, when the evidence agrees (`evidence`: by default, more tasks at once in B)."""
         if plan.mode == "measured" and max(r.tasks for r in a) < 2:
-            verdict.summary = "the script's entry point ran fewer than 2 tasks: it does not reach the flagged code"
+            runner = plan.runner
+            if runner.function:  # it was called (else the run failed): with work for one task at most
+                verdict.summary = f"{runner.what} ran fewer than 2 tasks in `{runner.function}`: too few to compare"
+            else:
+                verdict.summary = f"{runner.what} ran fewer than 2 tasks: it may not reach the flagged code"
             return verdict
         verdict.ratio = statistics.median(x.wall_s / y.wall_s for x, y in zip(a, b) if y.wall_s > 0)
         verdict.same_results = _same_results(a, b)

@@ -709,6 +709,28 @@ def test_only_the_tests_that_name_the_flagged_function_run(tmp_path: Path) -> No
         "timing `quote_all`"
     ), plan.shape
 
+    # --tests takes a pytest node id as it is, as pytest prints it.
+    named = [tmp_path / "tests/test_batch.py::TestQuotes::test_two"]
+    linted = lint_for_verify([tmp_path / "shop"], Resolver(parse_layer({}, "test", tmp_path), isolated=True), named)
+    assert not linted.missing
+    jobs, _ = plan_findings(linted, Cluster("not started: planning only", 2, 0, owned=False))
+    assert jobs[0].plan.runner.tests == (f"{root}/tests/test_batch.py::TestQuotes::test_two",), jobs[0].plan.runner.tests
+    unknown = [tmp_path / "tests/test_gone.py::test_two"]
+    assert lint_for_verify([tmp_path / "shop"], Resolver(parse_layer({}, "test", tmp_path), isolated=True), unknown).missing == unknown
+
+
+def test_a_measured_run_of_one_task_is_too_few_to_compare(tmp_path: Path) -> None:
+    from ray_lint.verify.runner import lint_for_verify, plan_findings
+
+    for name, text in package(test_body="assert quote_all([1]) == [1.5]").items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    linted = lint_for_verify([tmp_path / "shop"], Resolver(parse_layer({}, "test", tmp_path), isolated=True))
+    (job,), _ = plan_findings(linted, Cluster("not started: planning only", 2, 0, owned=False))
+    one_task = [Run(True, None, 0.2, tasks=1)]
+    verdict = job.experiment.judge(job.subject, job.plan, one_task, one_task)
+    assert (verdict.status, verdict.summary) == ("inconclusive", "the tests ran fewer than 2 tasks in `quote_all`: too few to compare")
+
 
 def test_a_model_replays_a_long_loop_in_part(tmp_path: Path) -> None:
     """A loop of thousands (or thousands of refs per task), replayed in full, would outlast the time limit:

@@ -28,7 +28,9 @@ from ray_lint.api import RunOptions, lint_file, resolve
 from ray_lint.diagnostics import FILE_ERROR_CODE
 from ray_lint.engine import lint_text
 from ray_lint.config import Resolver
-from ray_lint.experiment import PROBLEM_SHOWN, Experiment, Plan, ReproductionExperiment, Run, Runner, Subject, Variant, Verdict, last_line
+from ray_lint.experiment import (
+    PROBLEM_SHOWN, Experiment, Plan, ReproductionExperiment, Run, Runner, Subject, Variant, Verdict, file_of_tests, last_line,
+)
 from ray_lint.files import Skipped, discover
 from ray_lint.results import FileResult
 from ray_lint.rule import Rule, all_rules, rule_by_code_or_name
@@ -124,7 +126,7 @@ def lint_for_verify(paths: list[Path], resolver: Resolver, tests: list[Path] | N
     found = list(discover(paths, resolver))
     files = [item for item in found if isinstance(item, Path)]
     missing = [item.path for item in found if isinstance(item, Skipped) and not item.path.exists()]
-    missing += [test for test in tests or () if not test.exists()]
+    missing += [test for test in tests or () if not file_of_tests(test).exists()]
     results = resolve([lint_file(path, resolver.settings_for(path), RunOptions(write=False)) for path in files], resolver)
     named = {path: tests if tests is not None else resolver.settings_for(path).verify_tests for path in files}
     return Linted(list(zip(files, results)), missing, {path: _strings(value) for path, value in named.items()})
@@ -322,7 +324,7 @@ def run_job(job: Job, cluster: Cluster, repeat: int, timeout: float, scratch: Pa
 
     succeeded, failures = pair(), []
     while not job.experiment.ran_as_planned(job.a[0]) and not job.a[0].timed_out and job.plan.fallback is not None:
-        failures.append(f"{_attempt(job.plan)} could not run ({last_line(job.a[0].error)})")
+        failures.append(f"{job.plan.runner.what} could not run ({last_line(job.a[0].error)})")
         job.plan = replace(job.plan.fallback, shape="; ".join([job.plan.fallback.shape, *failures]))
         job.a.clear()
         job.b.clear()
@@ -330,14 +332,6 @@ def run_job(job: Job, cluster: Cluster, repeat: int, timeout: float, scratch: Pa
     rounds = job.experiment.rounds or repeat
     while succeeded and len(job.a) < rounds and not job.experiment.settled(job.a, job.b, rounds):
         succeeded = pair()
-
-
-def _attempt(plan: Plan) -> str:
-    """What a plan ran, in a few words, for the note when the next one takes its place."""
-    runner = plan.runner
-    if runner.kind == "tests":
-        return "the tests"
-    return f"`python -m {runner.module}`" if runner.kind == "module" else "the script"
 
 
 def run_variant(
