@@ -312,7 +312,7 @@ class Subject:
         stem = Path(self.path).stem
         found: list[str] = []
         for place in places:
-            _, named, test = place.partition("::")  # a pytest node id names its test
+            _, named, node = place.partition("::")  # a pytest node id names its test
             files = [
                 (file, text) for file, text in _test_texts(file_of_tests(place))
                 if re.search(rf"\b{re.escape(function)}\b", text) and re.search(rf"\b{re.escape(stem)}\b", text)
@@ -320,13 +320,33 @@ class Subject:
             for file, text in files[:MAX_TEST_FILES - len(found)]:
                 path = str(file.resolve())
                 if named:
-                    found.append(f"{path}::{test}")
+                    found.append(f"{path}::{node}")
                 else:
                     found += [f"{path}::{test}" for test in _tests_mentioning(text, function)] or [path]
         return found
 
 
 MAX_TEST_FILES = 20
+_SKIPPED_FOLDERS = frozenset({".git", ".venv", "venv", "node_modules", "site-packages", "build", "dist", "__pycache__", ".tox", ".nox"})
+
+
+@functools.lru_cache(maxsize=8)
+def _test_texts(place: Path) -> tuple[tuple[Path, str], ...]:
+    """The test file `place`, or the `test_*.py` and `*_test.py` files under it (outside virtual
+    environments and build output), with their text: read once per verify run, not once per finding."""
+    files = [place]
+    if not place.is_file():
+        files = []
+        for directory, subfolders, names in os.walk(place):
+            subfolders[:] = sorted(s for s in subfolders if s not in _SKIPPED_FOLDERS and not s.startswith("."))
+            files += [Path(directory, n) for n in sorted(names) if n.endswith(".py") and (n.startswith("test_") or n.endswith("_test.py"))]
+    texts = []
+    for file in files:
+        try:
+            texts.append((file, file.read_text(encoding="utf-8")))
+        except (OSError, UnicodeDecodeError):
+            continue
+    return tuple(texts)
 
 
 def file_of_tests(place: str | Path) -> Path:
@@ -356,26 +376,6 @@ def _tests_mentioning(text: str, function: str) -> list[str]:
 def _is_named(node: ast.AST, function: str) -> bool:
     """Whether `node` is `function` or `something.function`."""
     return (isinstance(node, ast.Name) and node.id == function) or (isinstance(node, ast.Attribute) and node.attr == function)
-_SKIPPED_FOLDERS = frozenset({".git", ".venv", "venv", "node_modules", "site-packages", "build", "dist", "__pycache__", ".tox", ".nox"})
-
-
-@functools.lru_cache(maxsize=8)
-def _test_texts(place: Path) -> tuple[tuple[Path, str], ...]:
-    """The test file `place`, or the `test_*.py` and `*_test.py` files under it (outside virtual
-    environments and build output), with their text: read once per verify run, not once per finding."""
-    files = [place]
-    if not place.is_file():
-        files = []
-        for directory, subfolders, names in os.walk(place):
-            subfolders[:] = sorted(s for s in subfolders if s not in _SKIPPED_FOLDERS and not s.startswith("."))
-            files += [Path(directory, n) for n in sorted(names) if n.endswith(".py") and (n.startswith("test_") or n.endswith("_test.py"))]
-    texts = []
-    for file in files:
-        try:
-            texts.append((file, file.read_text(encoding="utf-8")))
-        except (OSError, UnicodeDecodeError):
-            continue
-    return tuple(texts)
 
 
 def _package_of(path: Path) -> tuple[str, str] | None:
