@@ -998,8 +998,8 @@ def test_tests_that_fail_fall_back_to_the_model(cluster: Cluster, tmp_path: Path
     assert (verdict.status, verdict.ran) == ("pattern confirmed (model)", "the rule's model"), verdict
     # Why they failed: the cause at the end of the Ray task's error, not Ray's wrapper around it.
     assert (
-        "the tests could not run (RuntimeError: the tests failed as they are (pytest exit status 1; first failure: "
-        "tests/test_batch.py::test_quote_all: TypeError: can't multiply sequence by non-int of type 'float'))"
+        "the tests could not run (pytest exit status 1; first failure: "
+        "tests/test_batch.py::test_quote_all: TypeError: can't multiply sequence by non-int of type 'float')"
     ) in verdict.shape, verdict.shape
 
 
@@ -1011,18 +1011,18 @@ LATER_FAILURE = "\n\ndef test_z():\n    raise KeyError('not the first')\n"
     [
         (
             {"test_a.py": "def test_a():\n    assert [1, 2] == [0, 2]\n" + LATER_FAILURE},
-            "the tests failed as they are (pytest exit status 1; first failure: test_a.py::test_a: assert [1, 2] == [0, 2])",
+            "pytest exit status 1; first failure: test_a.py::test_a: assert [1, 2] == [0, 2]\n",
         ),
-        ({"test_a.py": "def test_a():\n    assert False, 'no quotes'\n" + LATER_FAILURE}, "first failure: test_a.py::test_a: AssertionError: no quotes)"),
-        ({"test_a.py": "def test_a():\n    raise ValueError('bad\\nthing')\n" + LATER_FAILURE}, "first failure: test_a.py::test_a: ValueError: bad)"),
-        ({"test_a.py": "import no_such_module\n"}, "first failure: test_a.py: ModuleNotFoundError: No module named 'no_such_module')"),
+        ({"test_a.py": "def test_a():\n    assert False, 'no quotes'\n" + LATER_FAILURE}, "first failure: test_a.py::test_a: AssertionError: no quotes\n"),
+        ({"test_a.py": "def test_a():\n    raise ValueError('bad\\nthing')\n" + LATER_FAILURE}, "first failure: test_a.py::test_a: ValueError: bad\n"),
+        ({"test_a.py": "import no_such_module\n"}, "first failure: test_a.py: ModuleNotFoundError: No module named 'no_such_module'\n"),
         (
             {"test_a.py": "", "conftest.py": "import no_such_module\n"},
-            "pytest could not run the tests (exit status 4: ModuleNotFoundError: No module named 'no_such_module')",
+            "pytest could not start them (exit status 4: ModuleNotFoundError: No module named 'no_such_module')",
         ),
         (
             {"test_a.py": "", "pytest.ini": "[pytest]\naddopts = --no-such-option\n"},
-            "pytest could not run the tests (exit status 4: pytest.main(): error: unrecognized arguments: --no-such-option)",
+            "pytest could not start them (exit status 4: pytest.main(): error: unrecognized arguments: --no-such-option)",
         ),
         ({"test_a.py": "def helper():\n    pass\n"}, "pytest collected no tests (exit status 5)"),
     ],
@@ -1033,8 +1033,8 @@ def test_tests_that_cannot_time_the_function_say_why(tmp_path: Path, files: dict
         (tmp_path / name).write_text(text)
     spec = {"runner": "tests", "path": str(tmp_path / "flagged.py"), "source": "", "tests": ["test_a.py"], "basetemp": str(tmp_path / "t")}
     program = (
-        "from ray_lint.verify.probe import Timer, run_code\n"
-        f"try:\n    run_code({spec!r}, Timer())\nexcept RuntimeError as error:\n    print('WHY', error)\n"
+        "from ray_lint.verify.probe import TestsFailed, Timer, run_code\n"
+        f"try:\n    run_code({spec!r}, Timer())\nexcept TestsFailed as error:\n    print('WHY', error)\n"
     )
     proc = subprocess.run([sys.executable, "-c", program], cwd=tmp_path, capture_output=True, text=True, timeout=60)
     assert why in proc.stdout, proc.stdout + proc.stderr
@@ -1238,7 +1238,7 @@ def test_soak_hanging_and_crashing_experiments_leave_nothing_behind(
             if kind == "hang":
                 assert (verdict.status, verdict.mode) == ("inconclusive", "measured") and "timed out" in verdict.summary, verdict
             elif kind in ("raise", "exit", "fail"):
-                reason = {"raise": "RuntimeError: boom", "exit": "exited with status 1", "fail": "the tests failed as they are"}[kind]
+                reason = {"raise": "RuntimeError: boom", "exit": "exited with status 1", "fail": "the tests could not run (pytest exit status 1; first failure: "}[kind]
                 assert verdict.mode == "modelled" and reason in verdict.shape, verdict
             else:
                 assert verdict.status != "inconclusive", verdict

@@ -141,20 +141,24 @@ def run_code(spec: dict[str, Any], timer: Timer) -> dict[str, Any]:
         code = pytest.main([*spec["tests"], *options], plugins=[failure])
     sys.stderr.write(errors.getvalue())
     if code != 0:
-        raise RuntimeError(pytest_failure(int(code), failure.text, errors.getvalue()))
+        raise TestsFailed(pytest_failure(int(code), failure.text, errors.getvalue()))
     return {}
+
+
+class TestsFailed(Exception):
+    """The user's tests did not pass as they are: the message says why, with no traceback of ours."""
 
 
 def pytest_failure(code: int, first_failure: str | None, stderr: str) -> str:
     """Why pytest exited with `code`, in one line: the first test that failed, else pytest's own error
     (an option it does not know, a conftest that does not import)."""
     if first_failure is not None:
-        return f"the tests failed as they are (pytest exit status {code}; first failure: {first_failure})"
+        return f"pytest exit status {code}; first failure: {first_failure}"
     if code == 5:
         return "pytest collected no tests (exit status 5)"
     lines = [line.strip() for line in ANSI_ESCAPE.sub("", stderr).splitlines()]
     said = [PYTEST_ERROR_MARK.sub("", line) for line in lines if PYTEST_ERROR_MARK.match(line) or "error: " in line]
-    return f"pytest could not run the tests (exit status {code}{': ' + said[-1] if said else ''})"
+    return f"pytest could not start them (exit status {code}{': ' + said[-1] if said else ''})"
 
 
 class FirstFailure:
@@ -228,6 +232,8 @@ class Driver:
         except SystemExit as exit_:
             if exit_.code not in (None, 0):
                 result.update(ok=False, error=f"SystemExit({exit_.code!r})")
+        except TestsFailed as failed:
+            result.update(ok=False, error=str(failed))
         except BaseException:  # the code under test may raise anything; report it
             result.update(ok=False, error=traceback.format_exc(limit=-3)[-2000:])
         result["wall_s"] = time.perf_counter() - start
