@@ -985,6 +985,17 @@ def test_results_that_differ_name_the_first_call_that_differs(cluster: Cluster, 
     assert verdict.to_json()["difference"] == verdict.difference
 
 
+def test_the_codes_own_runtime_env_reaches_its_tasks(cluster: Cluster, tmp_path: Path) -> None:
+    # The tests connect with a runtime_env whose variable the tasks read: without it they raise KeyError.
+    files = package(test_body="assert quote_all(list(range(6))) == [i * 3.0 for i in range(6)]")
+    files["shop/pricing.py"] = "import os\n\n\ndef price(item):\n    return item * 1.5 * int(os.environ['PRICE_FACTOR'])\n"
+    files["tests/test_batch.py"] = files["tests/test_batch.py"].replace(
+        "ray.init(num_cpus=2)", "ray.init(num_cpus=2, runtime_env={'env_vars': {'PRICE_FACTOR': '2'}})"
+    )
+    verdict = only(run_verify(cluster, tmp_path, files), "RAY001")
+    assert (verdict.status, verdict.same_results) == ("confirmed on your code", True), verdict
+
+
 def test_a_package_module_with_an_entry_point_runs_with_python_dash_m(cluster: Cluster, tmp_path: Path) -> None:
     main = '\nif __name__ == "__main__":\n    ray.init()\n    print(quote_all(list(range(6))))\n'
     files = package(main=main)

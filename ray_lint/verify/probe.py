@@ -41,6 +41,8 @@ PYTEST_ERROR_MARK = re.compile(r"^E\s+")  # pytest's mark on each line of an err
 EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(\([\w.]*\))?: ")  # `ValueError: …`, `ray.exceptions.RayTaskError(E): …`
 MAX_VALUES = 1000  # return values kept per run, to compare the variants call by call
 SHOWN_CHARS = 120  # of a return value's repr, in a verdict that says where the variants' results differ
+# What makes a Ray job what it is: the code's `ray.init()` with one of these connects again, with them.
+JOB_OPTIONS = ("runtime_env", "namespace", "job_config")
 RELEASE_S = 5.0  # how long a shared driver waits for what a variant's actors held to be free again
 
 
@@ -202,7 +204,9 @@ def warm_up(ray: Any, workers: int) -> None:
 
 class Driver:
     """This process's connection to the verifier's cluster: one Ray job, in which the code's own
-    `ray.init()` and `ray.shutdown()` calls are harmless (the cluster is shared)."""
+    `ray.init()` and `ray.shutdown()` calls are harmless (the cluster is shared). A `ray.init()` that
+    asks for a job of its own kind (`JOB_OPTIONS`: a `runtime_env`, a namespace) gets one: the driver
+    connects again with those options, and starts the job's workers again."""
 
     def __init__(self, address: str) -> None:
         os.environ.pop("RAY_ADDRESS", None)
@@ -211,8 +215,17 @@ class Driver:
         ray.init(address=address, log_to_driver=True)  # Ray's warnings from workers reach the output
         self.ray = ray
         self.connect, self.disconnect = ray.init, ray.shutdown
+        self.job: dict[str, Any] = {}  # the job options of the connection
+        self.workers = 0  # the workers a timed run starts before the clock
 
         def shared_init(*args: Any, **kwargs: Any) -> Any:
+            job = {key: kwargs[key] for key in JOB_OPTIONS if kwargs.get(key) is not None}
+            if job and job != self.job:
+                self.disconnect()
+                self.connect(address=address, log_to_driver=True, **job)
+                self.job = job
+                if self.workers:
+                    warm_up(ray, self.workers)
             return ray.get_runtime_context()
 
         ray.init, ray.shutdown = shared_init, lambda *args, **kwargs: None  # type: ignore[assignment]
@@ -220,8 +233,9 @@ class Driver:
     def run(self, spec: dict[str, Any], release: bool = False) -> dict[str, Any]:
         """Run one variant and say what happened (see the module's docstring). With `release`, what the
         variant defined is dropped after it (for the next variant in this job)."""
-        if spec.get("workers"):  # every time: Ray stops idle workers beyond one per CPU within a second or so
-            warm_up(self.ray, int(spec["workers"]))
+        self.workers = int(spec.get("workers") or 0)
+        if self.workers:  # every time: Ray stops idle workers beyond one per CPU within a second or so
+            warm_up(self.ray, self.workers)
         timer = Timer()
         builtins.__ray_lint_timer__ = timer  # type: ignore[attr-defined]  # for a module imported by name
         namespace: dict[str, Any] = {}
