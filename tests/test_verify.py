@@ -996,6 +996,25 @@ def test_the_codes_own_runtime_env_reaches_its_tasks(cluster: Cluster, tmp_path:
     assert (verdict.status, verdict.same_results) == ("confirmed on your code", True), verdict
 
 
+def test_an_entry_point_that_exits_says_what_it_printed(cluster: Cluster, tmp_path: Path) -> None:
+    main = textwrap.dedent("""
+        if __name__ == "__main__":
+            import argparse
+
+            parser = argparse.ArgumentParser()
+            parser.add_argument("--count", type=int, required=True)
+            ray.init()
+            print(quote_all(list(range(parser.parse_args().count))))
+    """)
+    files = package(main=main)
+    del files["tests/test_batch.py"]
+    verdict = only(run_verify(cluster, tmp_path, files), "RAY001")
+    assert verdict.ran == "the rule's model", verdict
+    assert verdict.shape.endswith(
+        "`python -m shop.batch` could not run (SystemExit(2): batch.py: error: the following arguments are required: --count)"
+    ), verdict.shape
+
+
 def test_a_package_module_with_an_entry_point_runs_with_python_dash_m(cluster: Cluster, tmp_path: Path) -> None:
     main = '\nif __name__ == "__main__":\n    ray.init()\n    print(quote_all(list(range(6))))\n'
     files = package(main=main)

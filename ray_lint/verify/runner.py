@@ -40,6 +40,7 @@ OUTPUT_TAIL_BYTES = 4000
 BESIDE_JOBS = 3  # models that may run beside others: how many jobs at once (each runs its A and B side by side)
 MODEL_FILENAME = "<ray-lint model>"
 # Ray's own run-time warnings about the anti-patterns (text as Ray 2.60 prints it), kept as evidence.
+ERROR_WORD = re.compile(r"(?i)\berror\b")
 RAY_WARNINGS = re.compile(
     r"(remote function \S+ is very large|More than \d+ tasks are pending submission to actor|"
     r"Using blocking ray\.get inside async actor|PYTHON worker processes have been started)[^\n]*"
@@ -367,8 +368,11 @@ def run_variant(
         # The status goes last: verdicts quote an error's last line, which must not be a line of output.
         error = f"{tail[-300:].rstrip()}\nthe variant's process exited with status {status}".lstrip()
         return Run(False, error, 0.0, output_tail=tail)
+    error = data["error"]
+    if error and error.startswith("SystemExit(") and (said := _last_error_line(tail)):
+        error = f"{error}: {said}"  # what the code printed before it exited: argparse's "error: …", say
     return Run(
-        data["ok"], data["error"], data["wall_s"], tuple(data["window"]), data["value"], data["evidence"],
+        data["ok"], error, data["wall_s"], tuple(data["window"]), data["value"], data["evidence"],
         output_tail=tail, ray_warnings=warnings, calls=tuple((digest, shown) for digest, shown in data["calls"]),
     )
 
@@ -472,6 +476,12 @@ def _tail(path: str) -> str:
         handle.seek(0, os.SEEK_END)
         handle.seek(max(0, handle.tell() - OUTPUT_TAIL_BYTES))
         return handle.read().decode("utf-8", "replace")
+
+
+def _last_error_line(output: str) -> str | None:
+    """The last line of a run's output that says "error" (a command line parser's message), if any."""
+    lines = [line.strip() for line in output.splitlines() if ERROR_WORD.search(line)]
+    return lines[-1][:200] if lines else None
 
 
 def _ray_warnings(path: str, limit: int = 5) -> list[str]:
