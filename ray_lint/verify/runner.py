@@ -39,8 +39,8 @@ from ray_lint.verify.cluster import Cluster
 OUTPUT_TAIL_BYTES = 4000
 BESIDE_JOBS = 3  # models that may run beside others: how many jobs at once (each runs its A and B side by side)
 MODEL_FILENAME = "<ray-lint model>"
+ERROR_WORD = re.compile(r"(?i)\berror\b")  # a line of output that says why the code exited
 # Ray's own run-time warnings about the anti-patterns (text as Ray 2.60 prints it), kept as evidence.
-ERROR_WORD = re.compile(r"(?i)\berror\b")
 RAY_WARNINGS = re.compile(
     r"(remote function \S+ is very large|More than \d+ tasks are pending submission to actor|"
     r"Using blocking ray\.get inside async actor|PYTHON worker processes have been started)[^\n]*"
