@@ -732,6 +732,24 @@ def test_a_measured_run_of_one_task_is_too_few_to_compare(tmp_path: Path) -> Non
     assert (verdict.status, verdict.summary) == ("inconclusive", "the tests ran fewer than 2 tasks in `quote_all`: too few to compare")
 
 
+def test_findings_whose_verdicts_read_the_same_share_a_row_of_the_table() -> None:
+    import io
+
+    from rich.console import Console
+
+    from ray_lint.verify.cli import render
+
+    def verdict(path: str, line: int, summary: str) -> Verdict:
+        return Verdict(path, line, "RAY053", "reproduced", "modelled", summary, shape="a stand-in actor")
+
+    verdicts = [verdict("a.py", 3, "DeprecationWarning"), verdict("b.py", 9, "no error"), verdict("a.py", 7, "DeprecationWarning")]
+    out = io.StringIO()
+    render(verdicts, Console(file=out, width=200, color_system=None))
+    rows = [line for line in out.getvalue().splitlines() if "RAY053" in line or ".py:" in line]
+    assert [row.split("│")[1].strip() for row in rows] == ["a.py:3", "a.py:7 RAY053", "b.py:9 RAY053"], out.getvalue()
+    assert out.getvalue().count("DeprecationWarning") == 1 and out.getvalue().endswith("3 reproduced\n")
+
+
 def test_a_model_replays_a_long_loop_in_part(tmp_path: Path) -> None:
     """A loop of thousands (or thousands of refs per task), replayed in full, would outlast the time limit:
     the model replays 4 per CPU (at least 16), and says so."""

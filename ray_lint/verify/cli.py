@@ -128,6 +128,7 @@ def render(verdicts: list[Verdict], console: Console) -> None:
     table = Table(show_lines=True)
     for column in ("Finding", "Verdict", "How", "Numbers and evidence"):
         table.add_column(column, overflow="fold")
+    rows: dict[tuple[str, str, str, str], list[str]] = {}  # findings whose verdicts read the same share a row
     for verdict in verdicts:
         how = f"{verdict.ran}, {verdict.mode}" if verdict.mode else "-"
         if verdict.shape:
@@ -135,11 +136,8 @@ def render(verdicts: list[Verdict], console: Console) -> None:
         summary = escape(verdict.summary)
         if verdict.results:
             summary += "; " + (escape(verdict.results) if verdict.same_results else f"[bold red]{escape(verdict.results)}[/]")
-        table.add_row(
-            escape(f"{verdict.location} {verdict.code}"),
-            f"[{STYLES[verdict.status]}]{verdict.status}[/]",
-            escape(how),
-            summary,
-        )
+        rows.setdefault((verdict.code, f"[{STYLES[verdict.status]}]{verdict.status}[/]", escape(how), summary), []).append(verdict.location)
+    for (code, status, how, summary), locations in rows.items():
+        table.add_row(escape("\n".join(locations) + f" {code}"), status, how, summary)
     console.print(table)
     console.print(tally(verdicts))
