@@ -1033,6 +1033,14 @@ def test_an_entry_point_that_exits_says_what_it_printed(cluster: Cluster, tmp_pa
     ), verdict.shape
 
 
+def test_an_entry_point_that_never_calls_the_function_falls_back_and_says_so(cluster: Cluster, tmp_path: Path) -> None:
+    files = package(main='\nif __name__ == "__main__":\n    print("nothing to quote")\n')
+    del files["tests/test_batch.py"]
+    verdict = only(run_verify(cluster, tmp_path, files), "RAY001")
+    assert verdict.ran == "the rule's model", verdict
+    assert verdict.shape.endswith("`python -m shop.batch` could not run (`python -m shop.batch` never called `quote_all`)"), verdict.shape
+
+
 def test_a_package_module_with_an_entry_point_runs_with_python_dash_m(cluster: Cluster, tmp_path: Path) -> None:
     main = '\nif __name__ == "__main__":\n    ray.init()\n    print(quote_all(list(range(6))))\n'
     files = package(main=main)

@@ -263,8 +263,7 @@ class Driver:
             result["wall_s"], result["window"], result["value"] = timer.seconds, timer.window, timer.value()
             result["calls"] = timer.each_call()
         elif spec.get("function") and result["ok"]:
-            what = {"module": f"`python -m {spec.get('module')}`", "tests": "the tests"}.get(spec.get("runner", ""), "the entry point")
-            result.update(ok=False, error=f"{what} never called `{spec['function']}`")
+            result.update(ok=False, error=f"{spec['what']} never called `{spec['function']}`")
         result["evidence"] = namespace.get("__ray_lint_evidence__")
         if release:
             # Ray keeps the variant's remote functions and actor classes, and with them the globals they were

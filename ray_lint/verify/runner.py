@@ -351,7 +351,7 @@ def run_variant(
         "filename": str(Path(path).resolve()) if user_code else MODEL_FILENAME,  # a model's traceback quotes no line of the user's file
         # A timed run starts its workers before the clock and leaves its task events time to reach the timeline.
         "workers": int(cluster.num_cpus) if timed else 0, "flush_s": cluster.event_flush_s if timed else 0,
-        "runner": runner.kind, "module": runner.module, "tests": list(runner.tests), "function": runner.function,
+        "runner": runner.kind, "module": runner.module, "tests": list(runner.tests), "function": runner.function, "what": runner.what,
         "basetemp": spec_path + ".pytest",  # the tests' tmp_path folders: in the scratch folder, removed with it
     }
     Path(spec_path).write_text(json.dumps(spec), encoding="utf-8")
