@@ -119,7 +119,6 @@ class Run:
     error: str | None
     wall_s: float
     window: tuple[float, float] = (0.0, 0.0)
-    value: str | None = None
     evidence: Any = None
     timed_out: bool = False
     output_tail: str = ""
@@ -130,10 +129,15 @@ class Run:
     ray_warnings: list[str] = field(default_factory=list)  # what Ray itself warned about during the run
     calls: tuple[tuple[str, str], ...] = ()  # each call's return value: (digest, a short repr to show)
 
+    @property
+    def returned(self) -> tuple[str, ...] | None:
+        """What the run returned, to compare: each call's digest; None when nothing returned."""
+        return tuple(digest for digest, _ in self.calls) or None
+
     def form(self, side: Literal["a", "b"]) -> Run:
         """One form's share of a joint run (`Plan.joint`): its evidence, and the run's outcome and times."""
         evidence = self.evidence.get(side) if isinstance(self.evidence, dict) else None
-        return replace(self, value=None, calls=(), evidence=evidence)
+        return replace(self, calls=(), evidence=evidence)
 
 
 @dataclass
@@ -776,8 +780,8 @@ def _median_parallelism(runs: list[Run]) -> float | None:
 
 
 def _same_results(a: list[Run], b: list[Run]) -> bool | None:
-    values_a = {r.value for r in a if r.value is not None}
-    values_b = {r.value for r in b if r.value is not None}
+    values_a = {r.returned for r in a if r.returned is not None}
+    values_b = {r.returned for r in b if r.returned is not None}
     if not values_a or not values_b:
         return None
     return values_a == values_b

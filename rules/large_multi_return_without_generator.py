@@ -110,7 +110,7 @@ class LargeMultiReturnExperiment(Experiment[LargeReturnFacts]):
             return verdict
         peak_a, peak_b = peaks
         verdict.ratio = peak_a / peak_b
-        verdict.same_results = a[0].value == b[0].value
+        verdict.same_results = a[0].returned == b[0].returned
         numbers = (
             f"the worker's heap peaked at {peak_a:.0f} MB ({plan.a.label}) vs {peak_b:.0f} MB ({plan.b.label}) "
             f"({verdict.ratio:.2f}×); wall {statistics.median(r.wall_s for r in a):.2f} s vs {statistics.median(r.wall_s for r in b):.2f} s"

@@ -499,16 +499,16 @@ def test_a_shared_driver_isolates_its_variants_and_outlives_none_that_crash_hang
         return run_variant(cluster, Variant("model", source), str(tmp_path / "model.py"), timeout, tmp_path, user_code=False, timed=False, shared=shared)
 
     def driver_of(run: Run) -> int:
-        assert run.ok and run.value is not None, run.error
-        value = eval(run.value)
+        assert run.ok and run.calls, run.error
+        value = eval(run.calls[0][1])
         return value[1] if isinstance(value, tuple) else value
 
     try:
         first, second = run(SHARED_STATE), run(SHARED_STATE)
-        assert eval(second.value) == (eval(first.value)[0], driver_of(first), None)  # the same job; its environment restored
+        assert eval(second.calls[0][1]) == (eval(first.calls[0][1])[0], driver_of(first), None)  # the same job; its environment restored
         assert "shown to every variant" in first.output_tail and "shown to every variant" in second.output_tail
         dropped = run(HOLDS_GPUS.format(keep=""))
-        assert eval(run(NEEDS_A_GPU).value) == ("ran", driver_of(first))  # the GPUs came back with the dropped actors
+        assert eval(run(NEEDS_A_GPU).calls[0][1]) == ("ran", driver_of(first))  # the GPUs came back with the dropped actors
         kept = run(HOLDS_GPUS.format(keep="sys.kept_by_the_test = models  # out of the variant's reach"))
         needs = run(NEEDS_A_GPU)  # in a new driver: the old one's job, and the actors it kept, ended
         assert driver_of(dropped) == driver_of(kept) == driver_of(first) != driver_of(needs)

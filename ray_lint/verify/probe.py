@@ -48,7 +48,7 @@ RELEASE_S = 5.0  # how long a shared driver waits for what a variant's actors he
 
 class Timer:
     """`@__ray_lint_timer__`, put on the function that holds the finding: its total time, the
-    wall-clock window of its calls, and its last return value."""
+    wall-clock window of its calls, and each call's return value."""
 
     def __init__(self) -> None:
         self.calls, self.seconds = 0, 0.0
@@ -70,15 +70,6 @@ class Timer:
             return value
 
         return timed
-
-    def value(self) -> str | None:
-        """One string for all the calls' return values: equal when every call returned the same."""
-        if not self.values:  # every call raised
-            return None
-        if self.calls == 1:
-            return self.values[0][:2000]
-        digest = hashlib.sha256("\0".join(self.values).encode()).hexdigest()[:16]
-        return f"{self.calls} calls, return values {digest}"
 
     def each_call(self) -> list[list[str]]:
         """Each call's return value, to find the first call where the variants differ (`call_value`)."""
@@ -255,13 +246,9 @@ class Driver:
         if "__ray_lint_timed__" in namespace:  # a modelled variant timed its own critical section
             begin, end, seconds = namespace["__ray_lint_timed__"]
             result["wall_s"], result["window"] = seconds, [begin, end]
-        result["value"], result["calls"] = None, []
-        if "__ray_lint_result__" in namespace:
-            value = repr(namespace["__ray_lint_result__"])
-            result["value"], result["calls"] = value[:2000], [call_value(value)]
+        result["calls"] = [call_value(repr(namespace["__ray_lint_result__"]))] if "__ray_lint_result__" in namespace else []
         if timer.calls:  # the function that holds the finding was instrumented and ran
-            result["wall_s"], result["window"], result["value"] = timer.seconds, timer.window, timer.value()
-            result["calls"] = timer.each_call()
+            result["wall_s"], result["window"], result["calls"] = timer.seconds, timer.window, timer.each_call()
         elif spec.get("function") and result["ok"]:
             result.update(ok=False, error=f"{spec['what']} never called `{spec['function']}`")
         result["evidence"] = namespace.get("__ray_lint_evidence__")

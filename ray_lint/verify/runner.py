@@ -372,7 +372,7 @@ def run_variant(
     if error and error.startswith("SystemExit(") and (said := _last_error_line(tail)):
         error = f"{error}: {said}"  # what the code printed before it exited: argparse's "error: …", say
     return Run(
-        data["ok"], error, data["wall_s"], tuple(data["window"]), data["value"], data["evidence"],
+        data["ok"], error, data["wall_s"], tuple(data["window"]), evidence=data["evidence"],
         output_tail=tail, ray_warnings=warnings, calls=tuple((digest, shown) for digest, shown in data["calls"]),
     )
 
