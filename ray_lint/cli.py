@@ -6,6 +6,7 @@ import argparse
 import difflib
 import json
 import os
+import shlex
 import sys
 import time
 import traceback
@@ -39,6 +40,14 @@ class UsageError(Exception):
 
 def _codes(value: str) -> list[str]:
     return [item.strip() for item in value.split(",") if item.strip()]
+
+
+def _command_line(value: str) -> list[str]:
+    """An entry point's arguments, written as in a shell: `--args="--count 6 --name 'a b'"`."""
+    try:
+        return shlex.split(value)
+    except ValueError as error:  # an unclosed quote
+        raise argparse.ArgumentTypeError(f"{error}: {value}") from None
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -115,6 +124,10 @@ def build_parser() -> argparse.ArgumentParser:
     verify.add_argument(
         "--tests", type=Path, action="append", metavar="PATH",
         help="test files, folders or pytest node ids (file::test) that call the flagged code (default: [tool.ray-lint.verify] tests, else the project's)",
+    )
+    verify.add_argument(
+        "--args", dest="arguments", type=_command_line, default=[], metavar="ARGS",
+        help='the command line of each entry point that runs, as in a shell: --args="--count 6"',
     )
     verify.add_argument("--output-format", choices=("full", "json", "github"), default="full")
     verify.add_argument("--report", type=Path, metavar="FILE.html", help="also write an HTML report with timelines")

@@ -27,6 +27,7 @@ import ast
 import functools
 import os
 import re
+import shlex
 import statistics
 import textwrap
 from collections.abc import Callable
@@ -83,6 +84,7 @@ class Runner:
     module: str = ""
     tests: tuple[str, ...] = ()
     function: str = ""  # the instrumented function, named in messages
+    arguments: tuple[str, ...] = ()  # the entry point's command line (`verify --args`), after the file's name
 
     @property
     def what(self) -> str:
@@ -228,6 +230,7 @@ class Subject:
     # Whether a text still has a finding of a rule that reproduces failures (the verifier lints it).
     still_fails: Callable[[str], bool] = lambda text: False
     notebook: bool = False  # `text` is a notebook's code cells: the experiments plan the rule's model only
+    arguments: tuple[str, ...] = ()  # the command line an entry point runs with (`verify --args`)
 
     def fixed_text(self) -> str | None:
         """The file with this finding's fix applied, if it has one and the result parses."""
@@ -271,12 +274,13 @@ class Subject:
         package = _package_of(Path(self.path))
         root = str(project_root(Path(self.path)) or Path(self.path).resolve().parent)
         if self.has_entry_point():
+            given = f" with `{shlex.join(self.arguments)}`" if self.arguments else ""
             if package is None:
-                plans.append(("the script run from its entry point", Runner("script", function=function)))
+                plans.append((f"the script run from its entry point{given}", Runner("script", function=function, arguments=self.arguments)))
             else:
                 entry, module = package
-                shown = f"`python -m {module}` from the project root"
-                plans.append((shown, Runner("module", root, entry, module, function=function)))
+                shown = f"`python -m {module}`{given} from the project root"
+                plans.append((shown, Runner("module", root, entry, module, function=function, arguments=self.arguments)))
         found = self.tests_calling(function, Path(root)) if function and tests else []
         if found:
             entry = package[0] if package is not None else str(Path(self.path).resolve().parent)

@@ -942,6 +942,15 @@ def test_bad_input_exits_2_with_pythons_error_and_starts_no_cluster(tmp_path: Pa
     assert "local cluster" not in proc.stderr and "executes the code" not in proc.stderr  # no cluster was started
 
 
+def test_args_that_a_shell_could_not_split_exit_2_before_any_cluster(tmp_path: Path) -> None:
+    (tmp_path / "batch.py").write_text(SCRIPT_TEMPLATE.format(main="print(squares(2))"), encoding="utf-8")
+    command = [sys.executable, "-m", "ray_lint", "verify", "batch.py", "--args=--name 'a b"]
+    proc = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "argument --args: No closing quotation: --name 'a b" in proc.stderr
+    assert "local cluster" not in proc.stderr
+
+
 def test_a_package_module_is_measured_through_its_own_tests(cluster: Cluster, tmp_path: Path) -> None:
     verdict = only(run_verify(cluster, tmp_path, package(), repeat=3), "RAY001")
     assert (verdict.status, verdict.ran) == ("confirmed on your code", "your code"), verdict.summary
@@ -1031,6 +1040,28 @@ def test_an_entry_point_that_exits_says_what_it_printed(cluster: Cluster, tmp_pa
     assert verdict.shape.endswith(
         "`python -m shop.batch` could not run (SystemExit(2): batch.py: error: the following arguments are required: --count)"
     ), verdict.shape
+
+
+def test_an_entry_point_sees_its_own_command_line_and_the_one_args_gives(cluster: Cluster, tmp_path: Path) -> None:
+    from ray_lint.verify.runner import lint_for_verify
+
+    main = (
+        "import argparse\n    parser = argparse.ArgumentParser()\n"
+        "    parser.add_argument('--count', type=int, {count})\n"
+        "    ray.init()\n    print(squares(parser.parse_args().count))"
+    )
+    # A parser with defaults: the probe's own argument (its spec file) must not reach it.
+    verdict = only(run_verify(cluster, tmp_path / "defaults", {"batch.py": SCRIPT_TEMPLATE.format(main=main.format(count="default=4"))}), "RAY001")
+    assert (verdict.status, verdict.shape) == ("confirmed on your code", "the script run from its entry point, timing `squares`"), verdict
+    # A required argument, given with --args.
+    project = tmp_path / "required"
+    project.mkdir()
+    (project / "batch.py").write_text(textwrap.dedent(SCRIPT_TEMPLATE.format(main=main.format(count="required=True"))), encoding="utf-8")
+    resolver = Resolver(parse_layer({}, "test", project), isolated=True)
+    linted = lint_for_verify([project], resolver, arguments=["--count", "4"])
+    verdict = only(verify([project], resolver, cluster, repeat=1, linted=linted), "RAY001")
+    assert (verdict.status, verdict.shape) == ("confirmed on your code", "the script run from its entry point with `--count 4`, timing `squares`"), verdict
+    assert [len(run.calls) for run in verdict.runs[0]] == [1] and verdict.same_results is True
 
 
 def test_an_entry_point_that_never_calls_the_function_falls_back_and_says_so(cluster: Cluster, tmp_path: Path) -> None:

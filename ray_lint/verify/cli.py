@@ -51,7 +51,7 @@ def run_verify(args: argparse.Namespace, resolver: Resolver, stdout: TextIO, std
     from ray_lint.verify.runner import lint_for_verify
 
     paths = args.paths or [Path(".")]
-    linted = lint_for_verify(paths, resolver, args.tests)  # before any cluster: bad input costs no start-up
+    linted = lint_for_verify(paths, resolver, args.tests, args.arguments)  # before any cluster: bad input costs no start-up
     problems = linted.problems()
     if problems:
         for problem in problems:

@@ -118,6 +118,8 @@ class _VariantLoader(importlib.machinery.SourceFileLoader):
 def run_code(spec: dict[str, Any], timer: Timer) -> dict[str, Any]:
     """Run the variant as its runner says; the namespace it left (for a script), else an empty one."""
     runner = spec.get("runner", "script")
+    if runner != "tests":  # the code's own command line, not the probe's (its spec file): argparse reads it
+        sys.argv = [spec["path"], *spec.get("arguments", ())]
     if runner == "script":
         namespace: dict[str, Any] = {"__name__": "__main__", "__file__": spec["path"], "__ray_lint_timer__": timer}
         exec(compile(spec["source"], spec.get("filename", spec["path"]), "exec"), namespace)
@@ -287,7 +289,7 @@ def serve(address: str, flush_s: float) -> None:
         _redirect_output(spec["output"])
         if driver is None:
             driver = Driver(address)
-        environment, directory, path = dict(os.environ), os.getcwd(), list(sys.path)
+        environment, directory, path, argv = dict(os.environ), os.getcwd(), list(sys.path), list(sys.argv)
         free = _free(driver.ray)
         with warnings.catch_warnings():  # a warning shown once per place shows again to the next variant
             os.chdir(spec["cwd"])
@@ -296,7 +298,7 @@ def serve(address: str, flush_s: float) -> None:
         os.environ.clear()
         os.environ.update(environment)
         os.chdir(directory)
-        sys.path[:] = path
+        sys.path[:], sys.argv[:] = path, argv
         gc.collect()  # the variant's actors and objects go with its last references
         released = _released(driver.ray, free)
         _write(spec["result"], result)

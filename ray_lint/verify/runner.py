@@ -84,6 +84,7 @@ class Linted:
     results: list[tuple[Path, FileResult]]
     missing: list[Path]
     tests: dict[Path, tuple[str, ...] | None] = field(default_factory=dict)  # per file: the tests it may run (None: search)
+    arguments: tuple[str, ...] = ()  # the command line each entry point runs with (--args)
 
     def problems(self) -> list[str]:
         """Why the code cannot run as it is: a named path that does not exist, a file Python cannot compile
@@ -120,17 +121,18 @@ class Linted:
         ]
 
 
-def lint_for_verify(paths: list[Path], resolver: Resolver, tests: list[Path] | None = None) -> Linted:
+def lint_for_verify(paths: list[Path], resolver: Resolver, tests: list[Path] | None = None, arguments: Sequence[str] = ()) -> Linted:
     """Lint what `verify` would run, with the project's facts. A notebook's findings get the rule's model
     only: its cells expect a kernel's state and order. `tests` (from --tests) replaces the tests the
-    config names; with neither, each finding's project is searched for tests."""
+    config names; with neither, each finding's project is searched for tests. `arguments` (from --args)
+    is the command line of each entry point that runs."""
     found = list(discover(paths, resolver))
     files = [item for item in found if isinstance(item, Path)]
     missing = [item.path for item in found if isinstance(item, Skipped) and not item.path.exists()]
     missing += [test for test in tests or () if not file_of_tests(test).exists()]
     results = resolve([lint_file(path, resolver.settings_for(path), RunOptions(write=False)) for path in files], resolver)
     named = {path: tests if tests is not None else resolver.settings_for(path).verify_tests for path in files}
-    return Linted(list(zip(files, results)), missing, {path: _strings(value) for path, value in named.items()})
+    return Linted(list(zip(files, results)), missing, {path: _strings(value) for path, value in named.items()}, tuple(arguments))
 
 
 def _strings(paths: Sequence[Path] | None) -> tuple[str, ...] | None:
@@ -179,7 +181,7 @@ def plan_findings(linted: Linted, cluster: Cluster) -> tuple[list[Job], list[Ver
                 continue
             subject = Subject(
                 str(path), result.source, diagnostic, cluster.num_cpus, cluster.num_gpus, linted.tests.get(path), _still_fails,
-                notebook=result.notebook is not None,
+                notebook=result.notebook is not None, arguments=linted.arguments,
             )
             try:
                 plan = experiment.plan(subject)
@@ -352,6 +354,7 @@ def run_variant(
         # A timed run starts its workers before the clock and leaves its task events time to reach the timeline.
         "workers": int(cluster.num_cpus) if timed else 0, "flush_s": cluster.event_flush_s if timed else 0,
         "runner": runner.kind, "module": runner.module, "tests": list(runner.tests), "function": runner.function, "what": runner.what,
+        "arguments": list(runner.arguments),
         "basetemp": spec_path + ".pytest",  # the tests' tmp_path folders: in the scratch folder, removed with it
     }
     Path(spec_path).write_text(json.dumps(spec), encoding="utf-8")
