@@ -288,7 +288,7 @@ def run_job(job: Job, cluster: Cluster, repeat: int, timeout: float, scratch: Pa
     """A B pairs: the experiment's `rounds` (else `repeat`), fewer when the first settles the verdict, or until
     a run fails; untimed pairs run side by side. A variant that times out is not
     run again, and its fixed form is not run after it. When the code cannot run as is (its first run
-    raises or exits, rather than hanging), the next plan (its tests, then the rule's model) takes its place and says why.
+    raises, exits or times out), the next plan (its tests, then the rule's model) takes its place and says why.
     A model whose experiment `shares_driver` runs in the `shared` driver, its variants one after the other
     (a timed one's first pair B A); a plan with a `joint` program runs that once for both."""
 
@@ -326,8 +326,12 @@ def run_job(job: Job, cluster: Cluster, repeat: int, timeout: float, scratch: Pa
         return job.experiment.ran_as_planned(job.a[-1]) and job.b[-1].ok
 
     succeeded, failures = pair(), []
-    while not job.experiment.ran_as_planned(job.a[0]) and not job.a[0].timed_out and job.plan.fallback is not None:
-        failures.append(f"{job.plan.runner.what} could not run ({last_line(job.a[0].error)})")
+    while not job.experiment.ran_as_planned(job.a[0]) and job.plan.fallback is not None:
+        first = job.a[0]
+        # The user's code that outlasts the limit (a long job, a server, a hang) gets its next plan too: the
+        # tests or the model are other programs, which need not hang the same way.
+        failed = f"did not finish within {limit:g} s" if first.timed_out else f"could not run ({last_line(first.error)})"
+        failures.append(f"{job.plan.runner.what} {failed}")
         job.plan = replace(job.plan.fallback, shape="; ".join([job.plan.fallback.shape, *failures]))
         job.a.clear()
         job.b.clear()
