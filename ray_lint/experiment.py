@@ -363,8 +363,9 @@ def file_of_tests(place: str | Path) -> Path:
 
 
 def _tests_mentioning(text: str, function: str) -> list[str]:
-    """The tests of a test file (`test*` functions, and their methods in `Test*` classes) whose code names
-    `function`, as the node ids pytest gives them within the file."""
+    """The tests of a test file (`test*` functions, and their methods in `Test*` classes and in subclasses of
+    `unittest.TestCase`, which pytest collects whatever their name) whose code names `function`, as the node
+    ids pytest gives them within the file."""
     try:
         module = ast.parse(text)
     except (SyntaxError, ValueError):
@@ -373,7 +374,7 @@ def _tests_mentioning(text: str, function: str) -> list[str]:
     for node in module.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.startswith("test"):
             candidates.append((node.name, node))
-        elif isinstance(node, ast.ClassDef) and node.name.startswith("Test"):
+        elif isinstance(node, ast.ClassDef) and (node.name.startswith("Test") or any(_is_named(base, "TestCase") for base in node.bases)):
             candidates += [
                 (f"{node.name}::{item.name}", item) for item in node.body
                 if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name.startswith("test")

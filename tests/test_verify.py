@@ -679,7 +679,17 @@ def test_only_the_tests_that_name_the_flagged_function_run(tmp_path: Path) -> No
 
             def test_other(self):
                 assert True
-    """)
+
+
+        class QuoteCase(unittest.TestCase):  # pytest collects a TestCase whatever its name
+            def test_three(self):
+                self.assertEqual(quote_all([1, 2, 3]), [1.5, 3.0, 4.5])
+
+
+        class Helpers:  # not a test class: pytest collects nothing here
+            def test_unused(self):
+                quote_all([])
+    """).replace("import pytest", "import unittest\n\nimport pytest")
     files["tests/test_helpers.py"] = textwrap.dedent("""
         from shop import batch
 
@@ -702,11 +712,12 @@ def test_only_the_tests_that_name_the_flagged_function_run(tmp_path: Path) -> No
     assert plan.runner.tests == (
         f"{root}/tests/test_batch.py::test_quote_all",
         f"{root}/tests/test_batch.py::TestQuotes::test_two",
+        f"{root}/tests/test_batch.py::QuoteCase::test_three",
         f"{root}/tests/test_helpers.py",
     ), plan.runner.tests
     assert plan.shape == (
-        "pytest tests/test_batch.py::test_quote_all, tests/test_batch.py::TestQuotes::test_two, tests/test_helpers.py, "
-        "timing `quote_all`"
+        "pytest tests/test_batch.py::test_quote_all, tests/test_batch.py::TestQuotes::test_two, "
+        "tests/test_batch.py::QuoteCase::test_three and 1 more, timing `quote_all`"
     ), plan.shape
 
     # --tests takes a pytest node id as it is, as pytest prints it.
