@@ -8,7 +8,7 @@ from typing import Literal, TypeGuard
 import libcst as cst
 
 from ray_lint.diagnostics import Applicability, Severity
-from ray_lint.experiment import Experiment, Plan, Subject, Variant, script, timed
+from ray_lint.experiment import Experiment, Plan, Subject, Variant, model_instead, script, timed
 from ray_lint.model import SemanticModel
 from ray_lint.python_model import Binding, FunctionInfo, iter_subtree
 from ray_lint.rule import REMOTE_MADE, Context, FixPlan, Invalid, Rule, Valid
@@ -58,7 +58,8 @@ def _mentions_object_ref(model: SemanticModel, annotation: cst.Annotation | None
 
 class ReturnRayPutExperiment(Experiment[None]):
     """500 small tasks that return `ray.put(value)`, whose refs the driver then gets a second time,
-    against the same tasks returning the value (the fix). It needs nothing of the finding."""
+    against the same tasks returning the value (the fix). The model only: the fixed task returns the value,
+    so the user's code, which gets the result twice, would fail."""
 
     facts_type = type(None)
     shares_driver = True
@@ -69,6 +70,10 @@ class ReturnRayPutExperiment(Experiment[None]):
     TASKS = 500
 
     def plan(self, subject: Subject) -> Plan:
+        why = "the fix changes what the task returns, so code that gets its result twice would fail on the value"
+        return model_instead(self.model(), why if subject.fixed_text() is not None else subject.no_fixed_form())
+
+    def model(self) -> Plan:
         put = "@ray.remote\ndef square(i):\n    return ray.put(i * i)\n\n"
         value = "@ray.remote\ndef square(i):\n    return i * i\n\n"
         calls = f"[square.remote(i) for i in range({self.TASKS})]"
