@@ -107,6 +107,7 @@ class Plan:
     # evidence, `__ray_lint_evidence__ = {"a": ..., "b": ...}`; the verifier runs it instead of A and B, which
     # then only name the forms (`Run.form`).
     joint: Variant | None = None
+    why_not_yours: str = ""  # for a model: why the user's code does not run instead (`model_instead`)
 
     @property
     def runs_user_code(self) -> bool:
@@ -448,7 +449,18 @@ class Experiment(Generic[Facts]):
     # A job that shows no problem that way runs again alone, so a load that hides the failure costs a rerun.
     # Not for Ray Data: its executor sizes its work to the free CPUs and waits while another job holds them.
     beside_others = False
+    # Why the experiment runs its model, not the user's code, for a finding that has a fix: said in the verdict.
+    model_only = "this rule's experiment runs only its model"
     facts_type: type[Facts]
+
+    def planned(self, subject: Subject) -> Plan | str:
+        """`plan`, whose model says why the user's code does not run instead (`model_instead`): the finding has
+        no fix to run, or `model_only`; unless the plan said why already."""
+        plan = self.plan(subject)
+        if isinstance(plan, Plan) and plan.mode == "modelled" and not plan.why_not_yours:
+            fixed = subject.fixed_text() is not None and not subject.notebook
+            return model_instead(plan, self.model_only if fixed else subject.no_fixed_form())
+        return plan
 
     def facts(self, subject: Subject) -> Facts:
         """The facts the rule reported with this finding."""
@@ -586,14 +598,9 @@ MOST_AT_ONCE = """\
 class AsyncActorExperiment(Experiment[Facts]):
     """Concurrent calls into an async actor, judged by wall time and by how many calls the actor saw
     running at once: its model records each call's span and sets `__ray_lint_evidence__ =
-    {"at_once": <most_at_once()>}` (see `MOST_AT_ONCE`). Only the model runs, and the verdict says why."""
+    {"at_once": <most_at_once()>}` (see `MOST_AT_ONCE`). Only the model runs."""
 
-    def plan(self, subject: Subject) -> Plan:
-        why = "the finding is in an async method, whose cost is how few of its calls overlap: only the model counts them"
-        return model_instead(self.model(subject), why)
-
-    def model(self, subject: Subject) -> Plan:
-        raise NotImplementedError
+    model_only = "the finding is in an async method, whose cost is how few of its calls overlap: only the model counts them"
 
     def evidence(self, plan: Plan, a: list[Run], b: list[Run]) -> tuple[str, bool, str]:
         """Ray's timeline counts calls queued behind a blocked event loop as running: the calls' own
@@ -746,7 +753,7 @@ def _error_line(error: str, pattern: str) -> str:
 
 def model_instead(model: Planned, why: str) -> Planned:
     """`model` (a plan, or why there is none), its shape saying why the user's code does not run instead."""
-    return replace(model, shape=f"{model.shape}; your code was not run: {why}") if isinstance(model, Plan) else model
+    return replace(model, shape=f"{model.shape}; your code was not run: {why}", why_not_yours=why) if isinstance(model, Plan) else model
 
 
 def _blank_verdict(subject: Subject, plan: Plan, a: list[Run], b: list[Run]) -> Verdict:

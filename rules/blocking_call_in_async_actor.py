@@ -33,7 +33,7 @@ class BlockingCallExperiment(AsyncActorExperiment[None]):
     CALLS = 8
     WAIT_SECONDS = 0.2
 
-    def model(self, subject: Subject) -> Plan:
+    def plan(self, subject: Subject) -> Plan:
         setup = (
             "import asyncio\n\n"
             "@ray.remote\nclass Fetcher:\n    def __init__(self):\n        self.spans = []\n\n"

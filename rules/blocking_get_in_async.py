@@ -51,7 +51,7 @@ class BlockingGetExperiment(AsyncActorExperiment[None]):
     CALLS = 8
     REPLY_SECONDS = 0.2
 
-    def model(self, subject: Subject) -> Plan:
+    def plan(self, subject: Subject) -> Plan:
         setup = (
             "import asyncio\n\n"
             "@ray.remote\nclass Backend:\n"

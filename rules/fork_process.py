@@ -72,6 +72,8 @@ class ForkProcessExperiment(ReproductionExperiment[ForkSite]):
     facts_type = ForkSite
     beside_others = True  # a forked child holds its parent's sockets, however busy the cluster
 
+    model_only = "the code as written usually runs fine (the corruption it risks is rare), which would read as not reproduced"
+
     def plan(self, subject: Subject) -> Plan:
         """Always the model: the script as written usually runs fine (the corruption is rare), which
         would read as "not reproduced"."""

@@ -8,7 +8,7 @@ from typing import Literal, TypeGuard
 import libcst as cst
 
 from ray_lint.diagnostics import Applicability, Severity
-from ray_lint.experiment import Experiment, Plan, Subject, Variant, model_instead, script, timed
+from ray_lint.experiment import Experiment, Plan, Subject, Variant, script, timed
 from ray_lint.model import SemanticModel
 from ray_lint.python_model import Binding, FunctionInfo, iter_subtree
 from ray_lint.rule import REMOTE_MADE, Context, FixPlan, Invalid, Rule, Valid
@@ -69,11 +69,9 @@ class ReturnRayPutExperiment(Experiment[None]):
     more_parallelism = False
     TASKS = 500
 
-    def plan(self, subject: Subject) -> Plan:
-        why = "the fix changes what the task returns, so code that gets its result twice would fail on the value"
-        return model_instead(self.model(), why if subject.fixed_text() is not None else subject.no_fixed_form())
+    model_only = "the fix changes what the task returns, so code that gets its result twice would fail on the value"
 
-    def model(self) -> Plan:
+    def plan(self, subject: Subject) -> Plan:
         put = "@ray.remote\ndef square(i):\n    return ray.put(i * i)\n\n"
         value = "@ray.remote\ndef square(i):\n    return i * i\n\n"
         calls = f"[square.remote(i) for i in range({self.TASKS})]"

@@ -34,7 +34,7 @@ class BlockingServeMethodExperiment(AsyncActorExperiment[None]):
     REQUESTS = 20
     WAIT_SECONDS = 0.1
 
-    def model(self, subject: Subject) -> Plan:
+    def plan(self, subject: Subject) -> Plan:
         setup = (
             "import asyncio\n\nfrom ray import serve\n\n"
             "@serve.deployment(max_ongoing_requests=32, ray_actor_options={'num_cpus': 0})\n"

@@ -98,6 +98,8 @@ class StreamingExperiment(Experiment[None]):
     BLOCKS = 20
     MAP_SECONDS = 0.2
 
+    model_only = "its cost is the wait for the first batch, which timing the whole function would not show"
+
     def plan(self, subject: Subject) -> Plan:
         setup = (
             "ray.data.DataContext.get_current().enable_progress_bars = False\n\n"

@@ -730,6 +730,24 @@ def test_only_the_tests_that_name_the_flagged_function_run(tmp_path: Path) -> No
     assert lint_for_verify([tmp_path / "shop"], Resolver(parse_layer({}, "test", tmp_path), isolated=True), unknown).missing == unknown
 
 
+def test_every_model_says_why_your_code_did_not_run() -> None:
+    """Planned for every example, a model (what runs instead of the user's code) says why it runs: the finding
+    has no fix, a notebook, or the experiment's own reason (an async method's overlap, a rare failure...)."""
+    from ray_lint.verify.runner import lint_for_verify, plan_findings
+
+    examples = Path(__file__).resolve().parents[1] / "examples"
+    files = sorted(path for path in [*examples.rglob("*.py"), *examples.glob("*.ipynb")] if not path.stem.endswith("_fixed"))
+    linted = lint_for_verify(files, Resolver(parse_layer({}, "test", examples), isolated=True))
+    jobs, _ = plan_findings(linted, Cluster("not started: planning only", 2, 0, owned=False))
+    models = [job for job in jobs if job.plan.mode == "modelled"]
+    assert len(models) > 50, len(models)
+    unexplained = [f"{job.subject.diagnostic.code}: {job.plan.shape}" for job in models if "; your code was not run: " not in job.plan.shape]
+    assert unexplained == [], unexplained
+    reasons = {job.subject.diagnostic.code: job.plan.why_not_yours for job in models}
+    assert reasons["RAY007"].startswith("the finding is in an async method") and reasons["RAY010"] == "the finding has no automatic fix"
+    assert reasons["RAY030"] == "this rule's experiment runs only its model"
+
+
 def test_a_measured_run_of_one_task_is_too_few_to_compare(tmp_path: Path) -> None:
     from ray_lint.verify.runner import lint_for_verify, plan_findings
 
@@ -794,7 +812,7 @@ def test_a_model_replays_a_long_loop_in_part(tmp_path: Path) -> None:
         models = {job.subject.diagnostic.code: job.plan for job in jobs}
         assert models["RAY001"].shape.startswith(f"{replayed} iterations (of the 5,000 in the code), each a 0.25 s task")
         assert f"range({replayed})" in models["RAY001"].a.source and "5000" not in models["RAY001"].a.source
-        assert models["RAY010"].shape == "12 calls of 0.25 s" and "range(12)" in models["RAY010"].a.source  # under the cap: as in the code
+        assert models["RAY010"].shape.startswith("12 calls of 0.25 s;") and "range(12)" in models["RAY010"].a.source  # under the cap: as in the code
         assert models["RAY005"].shape.startswith(f"200 tasks, each given {replayed} refs (of the 50,000 in the code)")
 
 

@@ -184,7 +184,7 @@ def plan_findings(linted: Linted, cluster: Cluster) -> tuple[list[Job], list[Ver
                 notebook=result.notebook is not None, arguments=linted.arguments,
             )
             try:
-                plan = experiment.plan(subject)
+                plan = experiment.planned(subject)
             except Exception as error:  # a bug in one experiment must not stop the others
                 plan = f"could not plan the experiment: {type(error).__name__}: {error}"
             if isinstance(plan, str):
