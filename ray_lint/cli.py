@@ -126,8 +126,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="test files, folders or pytest node ids (file::test) that call the flagged code (default: [tool.ray-lint.verify] tests, else the project's)",
     )
     verify.add_argument(
-        "--args", dest="arguments", type=_command_line, default=[], metavar="ARGS",
-        help='the command line of each entry point that runs, as in a shell: --args="--count 6"',
+        "--args", dest="arguments", type=_command_line, metavar="ARGS",
+        help='the command line of each entry point that runs, as in a shell: --args="--count 6" (default: [tool.ray-lint.verify] args)',
     )
     verify.add_argument("--output-format", choices=("full", "json", "github"), default="full")
     verify.add_argument("--report", type=Path, metavar="FILE.html", help="also write an HTML report with timelines")

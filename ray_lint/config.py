@@ -13,6 +13,7 @@ import difflib
 import functools
 import hashlib
 import os
+import shlex
 import sys
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -44,7 +45,7 @@ DEFAULT_EXCLUDE = (
 DEFAULT_TEST_FILES = ("tests/", "test/", "test_*.py", "*_test.py", "conftest.py")
 LIST_KEYS = ("select", "ignore", "extend-select", "extend-ignore", "exclude", "extend-exclude", "test-files")
 KNOWN_KEYS = (*LIST_KEYS, "per-file-ignores", "preview", "all-rules-in-tests", "rules", "docs-url", "verify", "ray-version")
-VERIFY_KEYS = ("tests",)
+VERIFY_KEYS = ("tests", "args")
 
 
 class ConfigError(Exception):
@@ -75,6 +76,8 @@ class Layer:
     rule_options: tuple[tuple[str, tuple[tuple[str, Any], ...]], ...] = ()  # keyed by rule name or code as written
     docs_url: str | None = None  # the base of the rule pages' URLs (`ray_lint.diagnostics.docs_url`)
     verify_tests: tuple[str, ...] | None = None  # `[tool.ray-lint.verify] tests`: where `verify` looks for tests
+    # `[tool.ray-lint.verify] args`: per entry point (a path relative to `root`), the command line it runs with
+    verify_arguments: tuple[tuple[str, tuple[str, ...]], ...] = ()
     ray_version: str | None = None  # the Ray versions the code runs on, a PEP 440 specifier (`ray_lint.ray_version`)
 
 
@@ -137,6 +140,15 @@ def parse_layer(data: dict[str, Any], origin: str, root: Path) -> Layer:
     tests = verify.get("tests")
     if tests is not None and (not isinstance(tests, list) or not all(isinstance(item, str) for item in tests)):
         raise ConfigError(f"{origin}: `verify.tests` must be a list of paths (test files or folders)")
+    arguments = verify.get("args", {})
+    if not isinstance(arguments, dict) or not all(isinstance(line, str) for line in arguments.values()):
+        raise ConfigError(f"{origin}: `verify.args` must be a table of \"path/to/script.py\" = \"--its --arguments\"")
+    command_lines = []
+    for script, line in arguments.items():
+        try:
+            command_lines.append((script, tuple(shlex.split(line))))
+        except ValueError as error:  # an unclosed quote
+            raise ConfigError(f"{origin}: `verify.args.\"{script}\"`: {error}: {line}") from None
     rules = data.get("rules", {})
     if not isinstance(rules, dict):
         raise ConfigError(f"{origin}: `rules` must be a table of per-rule tables")
@@ -161,6 +173,7 @@ def parse_layer(data: dict[str, Any], origin: str, root: Path) -> Layer:
         rule_options=tuple(options),
         docs_url=data.get("docs-url"),
         verify_tests=tuple(tests) if tests is not None else None,
+        verify_arguments=tuple(command_lines),
         ray_version=ray_version,
     )
 
@@ -280,6 +293,15 @@ class Settings:
         """The tests `verify` may run, as the last layer that names them says (relative to its directory)."""
         layer = next((layer for layer in reversed(self.layers) if layer.verify_tests is not None), None)
         return tuple(layer.root / item for item in layer.verify_tests) if layer and layer.verify_tests is not None else None
+
+    def verify_arguments(self, path: Path) -> tuple[str, ...]:
+        """The command line `path`'s entry point runs with under `verify`, as the last layer that names the
+        file says (its key relative to that layer's directory); none when no layer names it."""
+        for layer in reversed(self.layers):
+            for script, arguments in reversed(layer.verify_arguments):
+                if (layer.root / script).resolve() == path.resolve():
+                    return arguments
+        return ()
 
     def ray_versions(self, declared: Declaration | None = None) -> RayVersions:
         """The Ray versions the code runs on: `ray-version` as the last layer that sets it says, else what
@@ -438,6 +460,8 @@ class Settings:
         rows.append(("all-rules-in-tests", self.all_rules_in_tests, origin_of("all_rules_in_tests")))
         rows.append(("docs-url", self.docs_url, origin_of("docs_url")))
         rows.append(("verify.tests", [str(p) for p in self.verify_tests or ()], origin_of("verify_tests")))
+        given = {str(layer.root / script): shlex.join(arguments) for layer in self.layers for script, arguments in layer.verify_arguments}
+        rows.append(("verify.args", given, origin_of("verify_arguments")))
         versions = self.ray_versions()
         rows.append(("ray-version", versions.describe(), versions.declared_in or "default"))
         for rule in all_rules():

@@ -452,11 +452,12 @@ def test_config_command_text(run, tmp_path):
     assert "preview = false  # from default" in lines
     assert "extend-exclude = []  # from default" in lines
     assert "verify.tests = []  # from default" in lines
+    assert "verify.args = {}  # from default" in lines
     assert 'ray-version = "any"  # from default' in lines  # the project declares no Ray
     keys = [line.split(" = ", 1)[0] for line in lines]
     settings = [
         "enabled rules", "select", "extend-select", "ignore", "extend-ignore", "preview", "per-file-ignores", "exclude",
-        "extend-exclude", "test-files", "all-rules-in-tests", "docs-url", "verify.tests", "ray-version",
+        "extend-exclude", "test-files", "all-rules-in-tests", "docs-url", "verify.tests", "verify.args", "ray-version",
     ]
     assert keys[: len(settings)] == settings
     assert 'test-files = ["tests/", "test/", "test_*.py", "*_test.py", "conftest.py"]  # from default' in lines

@@ -159,6 +159,19 @@ def test_per_file_ignores_are_relative_to_their_config_file(tmp_path: Path) -> N
     assert found.settings_for(script).ignored_for(script)[0][0] == "RAY001"
 
 
+def test_verify_args_belong_to_the_script_named_relative_to_the_config_file(tmp_path: Path) -> None:
+    config = '[tool.ray-lint.verify.args]\n"jobs/train.py" = "--epochs 1 --name \'a b\'"\n'
+    write(tmp_path / "proj" / "pyproject.toml", config)
+    found = resolver(tmp_path)
+    train = write(tmp_path / "proj" / "jobs" / "train.py", "")
+    other = write(tmp_path / "proj" / "jobs" / "serve.py", "")
+    assert found.settings_for(train).verify_arguments(train) == ("--epochs", "1", "--name", "a b")
+    assert found.settings_for(other).verify_arguments(other) == ()
+    # A later layer that names the same script wins; the command line's flags are such a layer.
+    later = resolver(tmp_path, verify={"args": {"proj/jobs/train.py": "--epochs 2"}})
+    assert later.settings_for(train).verify_arguments(train) == ("--epochs", "2")
+
+
 def test_default_test_files_skip_performance_rules(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)  # the default patterns are relative to the working directory
     code = perf_rule_skipped_in_tests()
@@ -236,8 +249,10 @@ def test_fingerprint_follows_the_settings(tmp_path: Path) -> None:
         ('[rules.get-in-loop]\nextra-get-functions = "x"\n', "`rules.get-in-loop.extra-get-functions`: expected a list of strings"),
         ("[rules.no-such-rule]\nx = 1\n", "unknown rule `no-such-rule` in `rules`"),
         ("select = [\n", "not valid TOML"),
+        ('[verify]\nargs = ["--count 6"]\n', "`verify.args` must be a table of \"path/to/script.py\" = \"--its --arguments\""),
+        ('[verify.args]\n"run.py" = "--name \'a b"\n', "`verify.args.\"run.py\"`: No closing quotation: --name 'a b"),
     ],
-    ids=["key", "list", "bool", "selector", "name", "option", "option-type", "rule", "toml"],
+    ids=["key", "list", "bool", "selector", "name", "option", "option-type", "rule", "toml", "args-type", "args-quote"],
 )
 def test_errors_name_the_file_and_the_likely_spelling(tmp_path: Path, text: str, message: str) -> None:
     config = write(tmp_path / "ray-lint.toml", text)

@@ -1071,9 +1071,7 @@ def test_an_entry_point_that_exits_says_what_it_printed(cluster: Cluster, tmp_pa
     ), verdict.shape
 
 
-def test_an_entry_point_sees_its_own_command_line_and_the_one_args_gives(cluster: Cluster, tmp_path: Path) -> None:
-    from ray_lint.verify.runner import lint_for_verify
-
+def test_an_entry_point_sees_its_own_command_line_and_the_one_its_config_gives(cluster: Cluster, tmp_path: Path) -> None:
     main = (
         "import argparse\n    parser = argparse.ArgumentParser()\n"
         "    parser.add_argument('--count', type=int, {count})\n"
@@ -1082,15 +1080,31 @@ def test_an_entry_point_sees_its_own_command_line_and_the_one_args_gives(cluster
     # A parser with defaults: the probe's own argument (its spec file) must not reach it.
     verdict = only(run_verify(cluster, tmp_path / "defaults", {"batch.py": SCRIPT_TEMPLATE.format(main=main.format(count="default=4"))}), "RAY001")
     assert (verdict.status, verdict.shape) == ("confirmed on your code", "the script run from its entry point, timing `squares`"), verdict
-    # A required argument, given with --args.
-    project = tmp_path / "required"
-    project.mkdir()
-    (project / "batch.py").write_text(textwrap.dedent(SCRIPT_TEMPLATE.format(main=main.format(count="required=True"))), encoding="utf-8")
-    resolver = Resolver(parse_layer({}, "test", project), isolated=True)
-    linted = lint_for_verify([project], resolver, arguments=["--count", "4"])
-    verdict = only(verify([project], resolver, cluster, repeat=1, linted=linted), "RAY001")
+    # A required argument, given by the configuration (`--args` takes the same road: see the planning test below).
+    files = {"batch.py": SCRIPT_TEMPLATE.format(main=main.format(count="required=True"))}
+    config = {"verify": {"args": {"batch.py": "--count 4"}}}
+    verdict = only(run_verify(cluster, tmp_path / "required", files, config=config), "RAY001")
     assert (verdict.status, verdict.shape) == ("confirmed on your code", "the script run from its entry point with `--count 4`, timing `squares`"), verdict
     assert [len(run.calls) for run in verdict.runs[0]] == [1] and verdict.same_results is True
+
+
+def test_args_replace_the_command_lines_the_config_gives_each_script(tmp_path: Path) -> None:
+    from ray_lint.verify.runner import lint_for_verify, plan_findings
+
+    main = "import argparse\n    parser = argparse.ArgumentParser()\n    parser.add_argument('--count', type=int, required=True)\n    print(squares(parser.parse_args().count))"
+    for name in ("first.py", "second.py"):
+        (tmp_path / name).write_text(textwrap.dedent(SCRIPT_TEMPLATE.format(main=main)), encoding="utf-8")
+    resolver = Resolver(parse_layer({"verify": {"args": {"first.py": "--count 4"}}}, "test", tmp_path), isolated=True)
+
+    def shapes(arguments: list[str] | None) -> dict[str, str]:
+        jobs, _ = plan_findings(lint_for_verify([tmp_path], resolver, arguments=arguments), Cluster("not started: planning only", 2, 0, owned=False))
+        return {Path(job.subject.path).name: job.plan.shape for job in jobs if job.subject.diagnostic.code == "RAY001"}
+
+    timing = ", timing `squares`"
+    assert shapes(None) == {
+        "first.py": f"the script run from its entry point with `--count 4`{timing}", "second.py": f"the script run from its entry point{timing}",
+    }
+    assert shapes(["--count", "6"]) == {name: f"the script run from its entry point with `--count 6`{timing}" for name in ("first.py", "second.py")}
 
 
 def test_an_entry_point_that_never_calls_the_function_falls_back_and_says_so(cluster: Cluster, tmp_path: Path) -> None:

@@ -84,7 +84,7 @@ class Linted:
     results: list[tuple[Path, FileResult]]
     missing: list[Path]
     tests: dict[Path, tuple[str, ...] | None] = field(default_factory=dict)  # per file: the tests it may run (None: search)
-    arguments: tuple[str, ...] = ()  # the command line each entry point runs with (--args)
+    arguments: dict[Path, tuple[str, ...]] = field(default_factory=dict)  # per file: its entry point's command line
 
     def problems(self) -> list[str]:
         """Why the code cannot run as it is: a named path that does not exist, a file Python cannot compile
@@ -121,18 +121,21 @@ class Linted:
         ]
 
 
-def lint_for_verify(paths: list[Path], resolver: Resolver, tests: list[Path] | None = None, arguments: Sequence[str] = ()) -> Linted:
+def lint_for_verify(
+    paths: list[Path], resolver: Resolver, tests: list[Path] | None = None, arguments: Sequence[str] | None = None,
+) -> Linted:
     """Lint what `verify` would run, with the project's facts. A notebook's findings get the rule's model
     only: its cells expect a kernel's state and order. `tests` (from --tests) replaces the tests the
     config names; with neither, each finding's project is searched for tests. `arguments` (from --args)
-    is the command line of each entry point that runs."""
+    is the command line of each entry point that runs; without it, each file's is the one the config gives it."""
     found = list(discover(paths, resolver))
     files = [item for item in found if isinstance(item, Path)]
     missing = [item.path for item in found if isinstance(item, Skipped) and not item.path.exists()]
     missing += [test for test in tests or () if not file_of_tests(test).exists()]
     results = resolve([lint_file(path, resolver.settings_for(path), RunOptions(write=False)) for path in files], resolver)
     named = {path: tests if tests is not None else resolver.settings_for(path).verify_tests for path in files}
-    return Linted(list(zip(files, results)), missing, {path: _strings(value) for path, value in named.items()}, tuple(arguments))
+    given = {path: tuple(arguments) if arguments is not None else resolver.settings_for(path).verify_arguments(path) for path in files}
+    return Linted(list(zip(files, results)), missing, {path: _strings(value) for path, value in named.items()}, given)
 
 
 def _strings(paths: Sequence[Path] | None) -> tuple[str, ...] | None:
@@ -181,7 +184,7 @@ def plan_findings(linted: Linted, cluster: Cluster) -> tuple[list[Job], list[Ver
                 continue
             subject = Subject(
                 str(path), result.source, diagnostic, cluster.num_cpus, cluster.num_gpus, linted.tests.get(path), _still_fails,
-                notebook=result.notebook is not None, arguments=linted.arguments,
+                notebook=result.notebook is not None, arguments=linted.arguments.get(path, ()),
             )
             try:
                 plan = experiment.planned(subject)
