@@ -17,6 +17,7 @@ from ray_lint.analyses.loop_dependence import (
     repeats_discarded_call,
     sequential_by_design,
 )
+from ray_lint.analyses.loops import runs_in_one_iteration
 from ray_lint.analyses.waits import waited_before, waiter_called, waiting_functions
 from ray_lint.diagnostics import Applicability, Severity
 from ray_lint.experiment import (
@@ -48,6 +49,10 @@ from ray_lint.rule import Context, FixPlan, Invalid, Option, Rule, Valid
 # Other work a loop does between submitting a task and waiting for it beyond which the task overlaps
 # with that work on purpose (a training step that fetches a reward it started early).
 OVERLAPPED_CALLS = 5
+# What ends an actor's or a program's work (`w.shutdown.remote()`, `def stop(self):`, `close_all`): a loop of
+# such calls, or one in such a function, is a teardown loop, run once and often in order on purpose.
+TEARDOWN_VERBS = frozenset({"stop", "shutdown", "close", "aclose", "terminate", "teardown", "cleanup", "destroy", "kill", "exit"})
+TEARDOWN_DUNDERS = frozenset({"__exit__", "__aexit__", "__del__"})
 
 
 @dataclass(frozen=True, eq=False)
@@ -173,7 +178,12 @@ ray-lint stays silent when the loop cannot be parallel or is already right:
 - the get is in an `except` fallback, or it has a `timeout=` and a `try` handles its failure
   (teardown and health-check loops: `try: ray.get(h.shutdown.remote(), timeout=5) except: ray.kill(h)`):
   each wait is bounded and handled on its own on purpose;
-- the loop kills actors (`ray.kill`): a teardown loop;
+- a teardown loop: it kills actors (`ray.kill`), or waits on calls to actor methods that end their
+  work (`shutdown`, `stop`, `close_all`, ...), or is in a function that ends the program's
+  (`def stop(self):`, `__exit__`); each actor is closed in turn, once (tasks in a `cleanup_files`
+  are still reported: they are work);
+- the get runs in one iteration only, under `if i == 0:` where `i` counts the loop
+  (`for rank, w in enumerate(workers):`): a rank-0 step, such as asking the first worker for an address;
 - the call asks an actor for a small fact (`is_*`, `has_*`, `ping`, `ready`, `status`, or a
   `get_*`/`alloc_*` of a rank, an address, an id, a port, ..., or its counters: `get_metrics`,
   `get_stats`): one round trip each, milliseconds for a group of actors (`get_weights` and
@@ -385,6 +395,17 @@ the statement that replaces it.
         Valid(
             "import ray\nfor w in workers:\n    ray.get(w.close.remote())\n    ray.kill(w)\n",
             "a teardown loop",
+        ),
+        Valid("import ray\nfor w in workers:\n    ray.get(w.shutdown.remote())\n", "a teardown loop: each actor asked to shut down in turn"),
+        Valid(
+            "import ray\n\nclass Cluster:\n    async def stop(self):\n        for pool in self.pools:\n"
+            "            await pool.actor_pool.remote('stop')\n",
+            "a teardown loop: in a method that stops the program's actors",
+        ),
+        Valid(
+            "import ray\nworkers, addr = [], None\nfor rank, pg in enumerate(groups):\n    if rank == 0:\n"
+            "        addr = ray.get(probe.options(placement_group=pg).remote())\n    workers.append(Worker.remote(rank, addr))\n",
+            "a rank-0 step: the get runs in the first iteration only",
         ),
         Valid(
             "import ray\nfor step in range(steps):\n    reward_ref = reward.remote(batch)\n    a = actor_wg.log_prob(batch)\n"
@@ -633,6 +654,16 @@ the statement that replaces it.
         ),
         Invalid("import ray\nby_key = {k: ray.get(f.remote(k)) for k in keys}\n", 2),
         Invalid(
+            "import ray\n\ndef cleanup_files(paths):\n    for path in paths:\n        ray.get(scrub.remote(path))\n",
+            5,
+            note="tasks in a function named for cleaning up are still work, not a teardown",
+        ),
+        Invalid(
+            "import ray\nfor x in xs:\n    if x == 0:\n        continue\n    print(ray.get(f.remote(x)))\n",
+            5,
+            note="a test of an item, not of the loop's counter: the get runs in many iterations",
+        ),
+        Invalid(
             "import ray\n\ndef main(xs):\n    out = []\n    for x in xs:\n        r = f.remote(x)\n"
             "        log(x)\n        out.append(ray.get(r))\n    return out\n",
             8,
@@ -689,7 +720,9 @@ the statement that replaces it.
             return
         if self._is_sequential(model, loop, facts, submission.call, submission.handle, producer.index, get.node):
             return
-        if waited_before(model, get.ref, get.scope, get.index, producer) or _handled_wait(model, loop.node, get) or _tears_down(model, loop):
+        if waited_before(model, get.ref, get.scope, get.index, producer) or _handled_wait(model, loop.node, get):
+            return
+        if _tears_down(model, loop, get, submission.method) or runs_in_one_iteration(model, loop, get.node):
             return
         if _calls_between(model, producer.index, get.index) > OVERLAPPED_CALLS:
             return  # the task runs while the iteration does other work: already overlapped
@@ -713,7 +746,9 @@ the statement that replaces it.
         facts = loop_results(model, loop, get_functions, helpers, awaits=get.is_await)
         if sequential_by_design(model, loop, get, facts) or self._is_sequential(model, loop, facts, first.node, None, first.index, get.node):
             return
-        if waited_before(model, get.ref, get.scope, get.index, first) or _handled_wait(model, loop.node, get) or _tears_down(model, loop):
+        if waited_before(model, get.ref, get.scope, get.index, first) or _handled_wait(model, loop.node, get):
+            return
+        if _tears_down(model, loop, get, None) or runs_in_one_iteration(model, loop, get.node):
             return
         what = "`await`" if get.is_await else "`ray.get`"
         message = f"{what} in a loop waits for the actors this iteration started before starting the next"
@@ -1088,9 +1123,19 @@ def _calls_between(model: SemanticModel, start: int, end: int) -> int:
     return bisect.bisect_left(model.calls, end, key=key) - bisect.bisect_right(model.calls, start, key=key)
 
 
-def _tears_down(model: SemanticModel, loop: Loop) -> bool:
-    """The loop kills actors: a teardown loop, where each actor is closed, then killed, in turn."""
-    return any(loop.contains_index(site.index) for site in model.calls_to("ray.kill"))
+def _tears_down(model: SemanticModel, loop: Loop, wait: _Wait, method: str | None) -> bool:
+    """A teardown loop, where each actor is closed (and perhaps killed) in turn: the loop kills actors, or it
+    waits for calls to an actor `method` that ends its work (`shutdown`, `close_all`) or is in a function
+    that ends the program's (`def stop(self):`, `__exit__`). Tasks in a `cleanup_files` are still work."""
+    if any(loop.contains_index(site.index) for site in model.calls_to("ray.kill")):
+        return True
+    if method is None:
+        return False
+    function = wait.scope.function
+    name = function.node.name.value if function is not None and isinstance(function.node, cst.FunctionDef) else None
+    return any(
+        each is not None and (each in TEARDOWN_DUNDERS or each.strip("_").split("_")[0] in TEARDOWN_VERBS) for each in (method, name)
+    )
 
 
 def _occurrences(model: SemanticModel, site: _Wait, name: str) -> int:

@@ -146,6 +146,9 @@ class NodeIpResourcePinning(Rule):
     message = "Work pinned to one node with a `node:<ip>` resource is not retried elsewhere if that node dies"
     severity = Severity.WARNING
     category = "fault-tolerance"
+    # A test that pins work to a node of its own multi-node test cluster does so to control placement (a
+    # locality test), and no node of that cluster is meant to die.
+    in_tests = False
     tokens = ('"node:', "'node:")
     experiment = NodeIpResourcePinningExperiment()
     docs = """
@@ -173,6 +176,10 @@ Pinning is sometimes the point (a per-node daemon, a reader of a node-local disk
 of waiting when the node is gone. ray-lint is silent for the plainest case of it: an actor
 started once per node, in a loop whose variable names the node (`for host in hosts:` ...
 `f"node:{host}"`), where running anywhere else would be wrong.
+
+Test files (`test-files`) are not checked: a test pins work to a node of its own test cluster to
+control placement (where a shard is read, which node holds an object), and no node of that cluster
+is meant to die.
 
 ## Example
 ```python

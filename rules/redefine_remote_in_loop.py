@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from ray_lint.analyses.loops import enclosing_iterations, exits_in_first_iteration
+from ray_lint.analyses.loops import enclosing_iterations, exits_in_first_iteration, runs_in_one_iteration
 from ray_lint.diagnostics import Applicability, Severity
 from ray_lint.experiment import Experiment, Plan, Subject, Variant, script, timed
 from ray_lint.model import SemanticModel
@@ -172,6 +172,21 @@ def _guarded(root: cst.CSTNode, application: _Application) -> bool:
         if test is not None and _once_test(test, assigned):
             return True
     return False
+
+
+def _used_in_one_iteration(model: SemanticModel, application: _Application, loop: Loop) -> bool:
+    """Whether the loop uses the new remote function in one iteration only (`if rank == 0:
+    ray.get(probe.remote())`): it is exported at its first call, once per loop, as if made before it."""
+    names = _assigned_names(application.statement)
+    if not names or not isinstance(loop.node, cst.For):
+        return False
+    own = {id(node) for node in iter_subtree(application.statement)}
+    uses = [
+        node
+        for node in iter_subtree(loop.node.body)
+        if isinstance(node, (cst.Name, cst.Attribute)) and id(node) not in own and dotted_name(node) in names
+    ]
+    return bool(uses) and all(runs_in_one_iteration(model, loop, use) for use in uses)
 
 
 def _conditional(model: SemanticModel, scope: Scope, path: list[cst.CSTNode], assigned: set[str]) -> bool:
@@ -413,6 +428,8 @@ ray-lint is silent for:
 - in a function called in a loop, a definition under any condition (`if`, `or`, `except`): a
   flag or a lazy initialisation may make it run once; except an `if` that reads only module-level
   names nothing rebinds (`if is_npu_available:`), which every call takes the same way;
+- a remote function made in every iteration but used in one only, under `if i == 0:` where `i`
+  counts the loop (`for rank, pg in enumerate(groups):`): its first call exports it, once per loop;
 - a loop that may well run once: a literal single iteration, a `break` / `return` at the end of
   its body, or a `while` loop with a `break` or `return` anywhere (a retry or claim loop).
 
@@ -453,6 +470,11 @@ arguments) or is in a function called in a loop.
 """
 
     VALID = [
+        Valid(
+            "import ray\nfor rank, pg in enumerate(groups):\n    @ray.remote\n    def address():\n        return find_ip()\n\n"
+            "    if rank == 0:\n        ip = ray.get(address.options(placement_group=pg).remote())\n    start(rank, ip)\n",
+            "made in every iteration, called in the first only: exported once",
+        ),
         Valid(
             "import ray\nfor i in range(10):\n    RemoteWorker = ray.remote(Worker)\n    actors.append(RemoteWorker.remote(i))\n",
             "an actor class per actor: the export is lost in the actor's start",
@@ -533,6 +555,14 @@ arguments) or is in a function called in a loop.
     ]
     INVALID = [
         Invalid(
+            "import ray\nfor rank in range(n):\n    @ray.remote\n    def address():\n        return find_ip()\n\n"
+            "    if rank == 0:\n        first = ray.get(address.remote())\n    refs.append(address.remote())\n",
+            3,
+            fixed="import ray\n@ray.remote\ndef address():\n    return find_ip()\nfor rank in range(n):\n"
+            "    if rank == 0:\n        first = ray.get(address.remote())\n    refs.append(address.remote())\n",
+            note="called under `if rank == 0` and in every iteration too",
+        ),
+        Invalid(
             "import ray\nrefs = []\nfor x in xs:\n    @ray.remote\n    def double(v):\n        return v * 2\n"
             "    refs.append(double.remote(x))\n",
             4,
@@ -599,7 +629,7 @@ arguments) or is in a function called in a loop.
 
     def _check_in_loop(self, ctx: Context, application: _Application, loop: Loop) -> None:
         model = ctx.model
-        if not _repeats(model, loop) or _guarded(loop.node, application):
+        if not _repeats(model, loop) or _guarded(loop.node, application) or _used_in_one_iteration(model, application, loop):
             return
         varying = _varying(model, loop)
         if application.given is not None:
