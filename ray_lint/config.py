@@ -303,6 +303,15 @@ class Settings:
                     return arguments
         return ()
 
+    def missing_scripts(self) -> list[str]:
+        """What `verify.args` names that does not exist (a typo would otherwise run the script with no arguments)."""
+        return [
+            f"{layer.origin}: `verify.args` names {layer.root / script}, which does not exist"
+            for layer in self.layers
+            for script, _ in layer.verify_arguments
+            if not (layer.root / script).exists()
+        ]
+
     def ray_versions(self, declared: Declaration | None = None) -> RayVersions:
         """The Ray versions the code runs on: `ray-version` as the last layer that sets it says, else what
         `declared` (a notebook's own install) or the project declares, else any. Parsing a declaration

@@ -1088,6 +1088,15 @@ def test_an_entry_point_sees_its_own_command_line_and_the_one_its_config_gives(c
     assert [len(run.calls) for run in verdict.runs[0]] == [1] and verdict.same_results is True
 
 
+def test_args_the_config_gives_a_script_that_does_not_exist_are_an_error(tmp_path: Path) -> None:
+    from ray_lint.verify.runner import lint_for_verify
+
+    (tmp_path / "batch.py").write_text(textwrap.dedent(SCRIPT_TEMPLATE.format(main="print(squares(4))")), encoding="utf-8")
+    resolver = Resolver(parse_layer({"verify": {"args": {"bacth.py": "--count 4"}}}, "test", tmp_path), isolated=True)
+    assert lint_for_verify([tmp_path], resolver).problems() == [f"test: `verify.args` names {tmp_path / 'bacth.py'}, which does not exist"]
+    assert lint_for_verify([tmp_path], resolver, arguments=["--count", "4"]).problems() == []  # --args replaces the table
+
+
 def test_args_replace_the_command_lines_the_config_gives_each_script(tmp_path: Path) -> None:
     from ray_lint.verify.runner import lint_for_verify, plan_findings
 

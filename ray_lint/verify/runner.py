@@ -85,11 +85,12 @@ class Linted:
     missing: list[Path]
     tests: dict[Path, tuple[str, ...] | None] = field(default_factory=dict)  # per file: the tests it may run (None: search)
     arguments: dict[Path, tuple[str, ...]] = field(default_factory=dict)  # per file: its entry point's command line
+    config_problems: list[str] = field(default_factory=list)  # what the configuration names that is not there
 
     def problems(self) -> list[str]:
         """Why the code cannot run as it is: a named path that does not exist, a file Python cannot compile
         (Python's own error, whether or not a rule read the file), or one ray-lint cannot read (RAY000)."""
-        found = [f"{path}: no such file or directory" for path in self.missing]
+        found = [f"{path}: no such file or directory" for path in self.missing] + self.config_problems
         for path, result in self.results:
             error = _syntax_error(result)
             if error is not None:
@@ -135,7 +136,9 @@ def lint_for_verify(
     results = resolve([lint_file(path, resolver.settings_for(path), RunOptions(write=False)) for path in files], resolver)
     named = {path: tests if tests is not None else resolver.settings_for(path).verify_tests for path in files}
     given = {path: tuple(arguments) if arguments is not None else resolver.settings_for(path).verify_arguments(path) for path in files}
-    return Linted(list(zip(files, results)), missing, {path: _strings(value) for path, value in named.items()}, given)
+    configs = {id(settings): settings for settings in map(resolver.settings_for, files)}.values() if arguments is None else ()
+    unknown = sorted({problem for settings in configs for problem in settings.missing_scripts()})
+    return Linted(list(zip(files, results)), missing, {path: _strings(value) for path, value in named.items()}, given, unknown)
 
 
 def _strings(paths: Sequence[Path] | None) -> tuple[str, ...] | None:
