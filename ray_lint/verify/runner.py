@@ -133,11 +133,15 @@ def lint_for_verify(
     files = [item for item in found if isinstance(item, Path)]
     missing = [item.path for item in found if isinstance(item, Skipped) and not item.path.exists()]
     missing += [test for test in tests or () if not file_of_tests(test).exists()]
-    results = resolve([lint_file(path, resolver.settings_for(path), RunOptions(write=False)) for path in files], resolver)
-    named = {path: tests if tests is not None else resolver.settings_for(path).verify_tests for path in files}
-    given = {path: tuple(arguments) if arguments is not None else resolver.settings_for(path).verify_arguments(path) for path in files}
-    configs = {id(settings): settings for settings in map(resolver.settings_for, files)}.values() if arguments is None else ()
-    unknown = sorted({problem for settings in configs for problem in settings.missing_scripts()})
+    settings = {path: resolver.settings_for(path) for path in files}
+    results = resolve([lint_file(path, settings[path], RunOptions(write=False)) for path in files], resolver)
+    named = {path: tests if tests is not None else settings[path].verify_tests for path in files}
+    if arguments is not None:
+        given, unknown = {path: tuple(arguments) for path in files}, []
+    else:
+        given = {path: settings[path].verify_arguments(path) for path in files}
+        configs = {id(each): each for each in settings.values()}.values()  # one check per config, not per file
+        unknown = sorted({problem for each in configs for problem in each.missing_scripts()})
     return Linted(list(zip(files, results)), missing, {path: _strings(value) for path, value in named.items()}, given, unknown)
 
 
