@@ -395,6 +395,8 @@ class SemanticModel(PythonModel):
         remote = self.remote_def_of(receiver, site.scope, site.index)
         if remote is not None:
             return Submission("task" if remote.kind == "task" else "actor-create", call, remote)
+        if self._made_by_other_remote(receiver, site.scope, site.index):
+            return Submission("unknown", call)
         if isinstance(receiver, cst.Attribute):
             actor = self.actor_of_handle(receiver.value, site.scope, site.index)
             if actor is not None or not self._names_module(receiver.value, site.scope, site.index):
@@ -414,6 +416,29 @@ class SemanticModel(PythonModel):
             if submission is None or submission.kind not in kinds or submission.remote is None:
                 continue
             yield site, submission, submission.remote
+
+    def _made_by_other_remote(self, expr: cst.BaseExpression, scope: Scope, at: int, _depth: int = 0) -> bool:
+        """Whether `expr` (what `.remote()` is called on) comes from a class or function this module decorates
+        with another library's `remote`, such as RayFed's `@fed.remote`: through calls and attributes on it
+        (`Actor.party("alice")`, a handle's method) and the names they are bound to. Its `.remote()` calls are
+        that library's, not Ray's."""
+        while isinstance(expr, (cst.Call, cst.Attribute)) and _depth <= 8:
+            expr, _depth = (expr.func if isinstance(expr, cst.Call) else expr.value), _depth + 1
+        if not isinstance(expr, cst.Name) or _depth > 8:
+            return False
+        binding = self.reaching_binding(expr.value, scope, at)
+        if binding is None:
+            return False
+        if binding.kind == "assign" and binding.value is not None:
+            return self._made_by_other_remote(binding.value, binding.scope, binding.index, _depth + 1)
+        if not isinstance(binding.node, (cst.ClassDef, cst.FunctionDef)):
+            return False
+        for decorator in binding.node.decorators:
+            made_by = decorator.decorator.func if isinstance(decorator.decorator, cst.Call) else decorator.decorator
+            name = self.qualified_name(made_by, binding.scope, binding.index) or ""
+            if name.rpartition(".")[2] == "remote" and name.partition(".")[0] != "ray":
+                return True
+        return False
 
     def _names_module(self, expr: cst.BaseExpression, scope: Scope, at: int) -> bool:
         """Whether `expr` is an imported module or name (so `mod.f.remote()` is a task, not a method)."""

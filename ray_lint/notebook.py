@@ -186,14 +186,17 @@ def _python_view(text: str) -> tuple[str | None, tuple[tuple[str, ...], ...]]:
     lines = LINE_SPLIT.split(text)
     if lines and lines[-1] == "":
         lines.pop()
-    first = next((i for i, line in enumerate(lines) if line.strip()), None)
     magic_rows: list[tuple[int, int]] = []
-    if first is not None and lines[first].lstrip().startswith("%%"):
+    body = 0  # where the Python starts: after the cell magics, which may be stacked (`%%capture`, then `%%time`)
+    while (first := next((i for i in range(body, len(lines)) if lines[i].strip()), None)) is not None:
+        if not lines[first].lstrip().startswith("%%"):
+            break
         name = lines[first].lstrip()[2:].split(maxsplit=1)
-        if not name or name[0] not in PYTHON_CELL_MAGICS:
+        if not name or name[0] not in PYTHON_CELL_MAGICS:  # the body is run by another magic: `%%!`, `%%bash`
             return None, ()
         magic_rows.append((first, first))
-    magic_rows += _line_magics(lines, skip=set(range(first + 1)) if magic_rows and first is not None else set())
+        body = first + 1
+    magic_rows += _line_magics(lines, skip=set(range(body)))
     view = list(lines)
     magics = []
     for start, end in sorted(magic_rows):
@@ -214,7 +217,9 @@ def _line_magics(lines: list[str], skip: set[int]) -> list[tuple[int, int]]:
     logical: list[tokenize.TokenInfo] = []
     try:
         for token in tokenize.generate_tokens(io.StringIO("".join(line + "\n" for line in masked)).readline):
-            if token.type in (tokenize.NEWLINE, tokenize.NL, tokenize.ENDMARKER):
+            # A logical line ends at NEWLINE: inside brackets a line break is an NL, and a `%` that starts the
+            # next row (`"power=%.2f"` then `% power`) is an operator, as IPython reads it too.
+            if token.type in (tokenize.NEWLINE, tokenize.ENDMARKER) or (token.type == tokenize.NL and not logical):
                 if logical and _is_magic(logical):
                     found.append((logical[0].start[0] - 1, token.start[0] - 1))
                 logical = []

@@ -13,6 +13,7 @@ from ray_lint.python_model import CallSite, literal_number, literal_string
 from ray_lint.rule import Context, FixPlan, Invalid, Rule, Valid
 
 KEYWORD = "local_mode"
+REMOVED_SINCE = "2.55"  # Ray 2.54.0's `ray.init` still accepts `local_mode` (with a warning); 2.55.0's raises
 
 
 # The probe that runs a variant has connected it to the cluster and made `ray.init` a stand-in (the
@@ -83,8 +84,8 @@ recognised through aliases (`import ray as r; r.init(...)`, `from ray import ini
 
 ## Why is this bad?
 Local mode ran every task inline in the driver process. It was deprecated in Ray 2.0 and removed in
-2026 ([ray-project/ray#60647](https://github.com/ray-project/ray/pull/60647)). In Ray 2.60,
-`ray.init` checks `if local_mode:` before it starts or connects to a cluster and raises:
+Ray 2.55.0 ([ray-project/ray#60647](https://github.com/ray-project/ray/pull/60647); 2.54.0 still
+runs it, with a deprecation warning). From 2.55 on, `ray.init` checks `if local_mode:` before it starts or connects to a cluster and raises:
 
 ```
 RuntimeError: `local_mode` is no longer supported. For interactive debugging consider using the Ray distributed debugger.
@@ -97,8 +98,11 @@ recommends `ray.init(local_mode=True)` (Tip 2) for debugging tests; that advice 
 
 ray-lint is silent on `local_mode=False`, `0` and `None`, and on a value it cannot read (a
 variable, a command-line flag): such a call raises only when the value is truthy at run time. It
-does not check the Ray version: on a Ray older than the removal the call still works (with a
-deprecation warning).
+is silent, too, where the call still works: in a project that declares only Rays older than 2.55
+(`ray==2.46.0` in its `pyproject.toml`, say; see
+[the Ray a project runs](../guide.md#the-ray-a-project-runs)), and in a branch kept for older
+versions (`if ray.__version__ < "2.55":`). A project that allows 2.55 or later (`ray>=2.7`) is
+reported: the call fails on the newest Ray it allows.
 
 ## Example
 ```python
@@ -146,6 +150,10 @@ offered when the line it removes holds a comment, which would go with it.
         Valid("import ray\nray.init(**options)\n", "the keywords are not visible"),
         Valid('import ray\nray.init(**{"local_mode": False})\n', "a literal dict with a falsy value"),
         Valid("import ray\nray.util.spark.setup_ray_cluster(local_mode=True)\n", "not ray.init"),
+        Valid(
+            'import ray\n\nif ray.__version__ < "2.55":\n    ray.init(local_mode=True)\nelse:\n    ray.init(num_cpus=1)\n',
+            "kept for the Rays that still run local mode",
+        ),
         Valid('import ray\nray.init()  # local_mode=True used to work\ns = "ray.init(local_mode=True)"\n', "text only"),
     ]
     INVALID = [
@@ -213,8 +221,11 @@ offered when the line it removes holds a comment, which would go with it.
     ]
 
     def check(self, ctx: Context) -> None:
+        if not self.ray_versions.may_run(REMOVED_SINCE):  # a project pinned below 2.55: local mode still runs
+            return
         for site in ctx.model.calls_to("ray.init"):
-            self._check_call(ctx, site)
+            if not ctx.model.version_gated(site.node, site.scope):
+                self._check_call(ctx, site)
 
     def _check_call(self, ctx: Context, site: CallSite) -> None:
         call = site.node
@@ -242,7 +253,7 @@ offered when the line it removes holds a comment, which would go with it.
     ) -> None:
         ctx.report(
             node,
-            f"`local_mode={ctx.snippet(value, 20)}` makes `ray.init` raise `RuntimeError`: it is no longer supported",
+            f"`local_mode={ctx.snippet(value, 20)}` makes `ray.init` raise `RuntimeError` since Ray {REMOVED_SINCE}",
             fix=FixPlan(
                 "Remove `local_mode` (tasks then run in worker processes, not inline in the driver)",
                 tuple(edits),

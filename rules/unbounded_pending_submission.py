@@ -160,6 +160,11 @@ cluster.
 
     VALID = [
         Valid(
+            "import fed\nimport ray\n\n@fed.remote\nclass Worker:\n    def run(self):\n        return None\n\n"
+            "worker = Worker.party('alice').remote()\nfor i in range(10000):\n    worker.run.remote()\n",
+            "RayFed's `@fed.remote`: another library's actor, not Ray's",
+        ),
+        Valid(
             "import ray\npending = []\nwhile True:\n    event = consumer.poll()\n    if len(pending) >= 100:\n"
             "        done, pending = ray.wait(pending, num_returns=1)\n    pending.append(process.remote(event))\n",
             "bounded with ray.wait",

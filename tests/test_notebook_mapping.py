@@ -96,8 +96,11 @@ def test_a_diagnostic_moves_into_its_cell_with_its_fix_and_noqa_row() -> None:
         ("%env A=0 \\\n    B=1\ny = 2\n", f"{MAGIC}\n{MAGIC_CONTINUED}\ny = 2\n"),
         ("%%time\nx = 1\n", f"{MAGIC}\nx = 1\n"),  # a cell magic whose body is Python
         ("x = 1 % 2\ny = x if x else not x\n", "x = 1 % 2\ny = x if x else not x\n"),  # Python stays Python
+        # A `%` that starts a row inside brackets continues the expression (IPython reads it so too).
+        ('row = {\n    "power=%.2f"\n    % power: 1,\n}\n!ls\n', f'row = {{\n    "power=%.2f"\n    % power: 1,\n}}\n{MAGIC}\n'),
+        ("%%capture\n%%time\nx = 1\n", f"{MAGIC}\n{MAGIC}\nx = 1\n"),  # stacked cell magics, Python inside
     ],
-    ids=["line", "shell", "assigned-and-help", "indented", "continued", "cell-time", "python"],
+    ids=["line", "shell", "assigned-and-help", "indented", "continued", "cell-time", "python", "percent-in-brackets", "stacked"],
 )
 def test_magics_become_placeholders_on_the_same_rows(cell: str, view: str) -> None:
     [parsed] = Notebook.from_cells([(1, cell)]).cells
@@ -106,8 +109,8 @@ def test_magics_become_placeholders_on_the_same_rows(cell: str, view: str) -> No
 
 
 def test_cells_that_are_not_python_are_left_out() -> None:
-    notebook = Notebook.parse(raw(code("%%bash\necho hi\n"), code("%%sql\nselect 1\n"), code("x = 1\n")))
-    assert [cell.index for cell in notebook.cells] == [3]
+    notebook = Notebook.parse(raw(code("%%bash\necho hi\n"), code("%%sql\nselect 1\n"), code("%%capture\n%%!\nwget x\n"), code("x = 1\n")))
+    assert [cell.index for cell in notebook.cells] == [4]  # `%%capture` runs its body, and `%%!` makes that shell
     r_kernel = json.dumps(document(code("x <- 1\n"), language="R"))
     assert Notebook.parse(r_kernel).cells == ()
 

@@ -123,6 +123,15 @@ def test_the_rules_follow_the_declared_ray(run, tmp_path: Path) -> None:  # type
     assert len(findings(run, tmp_path)) == 5  # both in current/ and old/, RAY115 in floor/
 
 
+def test_local_mode_is_reported_only_where_a_ray_that_refuses_it_may_run(run, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    write(tmp_path / ".git" / "HEAD", "ref: refs/heads/main\n")
+    for project, declared in (("pinned", "ray[default]==2.54.0"), ("newer", "ray[default]==2.55.0"), ("floor", "ray>=2.7")):
+        write(tmp_path / project / "pyproject.toml", f'[project]\ndependencies = ["{declared}"]\n')
+        write(tmp_path / project / "conftest.py", "import ray\n\nray.init(local_mode=True)\n")
+    result = run(["check", "--no-cache", "--output-format", "json", "--select", "RAY091", "."], tmp_path)
+    assert sorted(finding["filename"].split("/")[-2] for finding in json.loads(result.stdout)) == ["floor", "newer"]
+
+
 def test_a_notebook_pinned_to_old_ray_is_not_reported(run, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     cells = ['! pip install "ray[data]==2.2.0"\n', GPU_WITHOUT_BATCH]
     document = {
