@@ -173,9 +173,11 @@ Ray run the work elsewhere when that node is gone.
 
 Pinning is sometimes the point (a per-node daemon, a reader of a node-local disk). Then a hard
 `NodeAffinitySchedulingStrategy(node_id, soft=False)` says so explicitly, and fails fast instead
-of waiting when the node is gone. ray-lint is silent for the plainest case of it: an actor
-started once per node, in a loop whose variable names the node (`for host in hosts:` ...
-`f"node:{host}"`), where running anywhere else would be wrong.
+of waiting when the node is gone. ray-lint is silent for the plainest cases of it, where running
+anywhere else would be wrong: an actor started once per node, in a loop whose variable names the
+node (`for host in hosts:` ... `f"node:{host}"`), and a task or actor stored under the node it is
+pinned to (`listeners[ip] = watch.options(resources={f"node:{ip}": 0.01}).remote()`, a watcher of
+that node's spot termination).
 
 Test files (`test-files`) are not checked: a test pins work to a node of its own test cluster to
 control placement (where a shard is read, which node holds an object), and no node of that cluster
@@ -227,6 +229,12 @@ design decision.
             "a probe actor on each host in turn: per-node by design",
         ),
         Valid(
+            "import ray\n\n@ray.remote\ndef watch_for_spot_termination():\n    pass\n\n"
+            "def register_worker(listeners, ip):\n    if ip not in listeners:\n"
+            "        listeners[ip] = watch_for_spot_termination.options(num_cpus=0.1, resources={f'node:{ip}': 0.01}).remote()\n",
+            "a watcher kept per node, under the node it watches",
+        ),
+        Valid(
             "import ray\n@ray.remote\nclass Daemon:\n    pass\n\n"
             "daemons = [Daemon.options(resources={f'node:{n[\"NodeManagerAddress\"]}': 0.01}).remote() for n in ray.nodes()]\n",
             "a daemon actor per node",
@@ -247,6 +255,11 @@ design decision.
         ),
         Invalid("import ray\nPIN = {'node:10.0.0.7': 0.01}\n\n@ray.remote(resources=PIN)\nclass A:\n    pass\n", 4, note="through a name"),
         Invalid(
+            "import ray\n@ray.remote\ndef f():\n    pass\n\nresults[job] = f.options(resources={f'node:{ip}': 0.01}).remote(job)\n",
+            6,
+            note="stored under the job, not under the node",
+        ),
+        Invalid(
             "import ray\n@ray.remote\nclass Cache:\n    pass\n\nip = ray.util.get_node_ip_address()\n"
             "caches = [Cache.options(resources={f'node:{ip}': 0.01}).remote() for _ in range(4)]\n",
             7,
@@ -266,7 +279,7 @@ design decision.
             arg, dictionary, direct = found
             entry = next(node_entries(dictionary), None)
             node = entry if direct else arg.value
-            if entry is None or id(node) in reported or self._actor_per_node(model, site, entry):
+            if entry is None or id(node) in reported or self._actor_per_node(model, site, entry) or _kept_per_node(site, entry):
                 continue
             reported.add(id(node))
             ctx.report(node, self._message(entry, "the task or actor"), facts=PinFacts(literal_string(entry.key)))
@@ -297,3 +310,20 @@ design decision.
         key = value_text(entry.key)
         key = key if len(key) <= 30 else key[:27] + "..."
         return f"`{key}` pins {what} to one node's IP, with no fallback if it dies"
+
+
+def _kept_per_node(site: CallSite, entry: cst.DictElement) -> bool:
+    """The task or actor is stored under the node it is pinned to (`listeners[ip] = watch.options(
+    resources={f"node:{ip}": 0.01}).remote()`): one per node, a daemon or a watcher of that node, for
+    which running anywhere else would be wrong."""
+    statement = site.statement
+    if not isinstance(statement, cst.Assign) or len(statement.targets) != 1:
+        return False
+    target = statement.targets[0].target
+    if not isinstance(target, cst.Subscript) or len(target.slice) != 1 or not isinstance(target.slice[0].slice, cst.Index):
+        return False
+    key = target.slice[0].slice.value
+    if not isinstance(key, cst.Name) or not any(node is site.node for node in iter_subtree(statement.value)):
+        return False
+    return any(isinstance(name, cst.Name) and name.value == key.value for name in iter_subtree(entry.key))
+
