@@ -12,7 +12,7 @@ import libcst as cst
 
 from ray_lint.diagnostics import Applicability
 from ray_lint.model import SemanticModel
-from ray_lint.python_model import CallSite, FunctionInfo, literal_number, root_name
+from ray_lint.python_model import CallSite, FunctionInfo, literal_number, literal_string, root_name
 from ray_lint.rule import Context, FixPlan
 
 HTTP_VERBS = ("get", "post", "put", "patch", "delete", "head", "options", "request")
@@ -35,6 +35,11 @@ BLOCKING_CALLS: dict[str, str] = {
         for name in ("create_connection", "getaddrinfo", "gethostbyname", "gethostbyname_ex", "gethostbyaddr")
     },
 }
+# Commands that answer at once from the machine itself. A probe of the GPU or the host such as
+# `subprocess.run(["nvidia-smi", "-L"])` is the catalogue's "short blocking call", not a stall; their
+# looping forms (`nvidia-smi -l 1`, `nvidia-smi dmon`) are not quick.
+QUICK_COMMANDS = frozenset({"nvidia-smi", "rocm-smi", "hostname", "uname", "whoami", "nproc", "lscpu", "which"})
+LOOPING_ARGUMENTS = frozenset({"-l", "-lms", "--loop", "--loop-ms", "dmon", "pmon"})
 # Text one of the names above needs in the file, whatever its import style (`from time import sleep`).
 BLOCKING_TOKENS = ("sleep", "requests", "httpx", "urlopen", "urllib3", "subprocess", "system", "wait", "socket", "wikipedia")
 
@@ -47,11 +52,31 @@ def blocking_call(model: SemanticModel, site: CallSite) -> str | None:
     name = model.call_name(site)
     if name is None or name not in BLOCKING_CALLS:
         return None
-    return None if name == "time.sleep" and sleeps_zero(site.node) else name
+    if name == "time.sleep" and sleeps_zero(site.node):
+        return None
+    return None if name.startswith(("subprocess.", "os.system")) and _quick_command(site.node) else name
 
 
 def sleeps_zero(call: cst.Call) -> bool:
     return len(call.args) == 1 and literal_number(call.args[0].value) == 0
+
+
+def _quick_command(call: cst.Call) -> bool:
+    """Whether the call runs one of `QUICK_COMMANDS`, written as a literal (`["nvidia-smi", "-L"]`,
+    `"hostname -f"`), without a looping argument."""
+    if not call.args or call.args[0].keyword is not None or call.args[0].star:
+        return False
+    command = call.args[0].value
+    if isinstance(command, (cst.List, cst.Tuple)):
+        words = [literal_string(element.value) for element in command.elements if isinstance(element, cst.Element)]
+        if len(words) != len(command.elements) or None in words:
+            return False
+    else:
+        text = literal_string(command)
+        if text is None or any(mark in text for mark in ";|&$`"):
+            return False
+        words = text.split()
+    return bool(words) and words[0] in QUICK_COMMANDS and not LOOPING_ARGUMENTS & set(words[1:])  # type: ignore[arg-type]
 
 
 def sleep_fix(ctx: Context, site: CallSite, method: FunctionInfo) -> FixPlan | None:

@@ -74,7 +74,10 @@ Finds, in an `async def` method of a Ray actor class, a call to a known blocking
 `urllib3.request`); subprocesses (`subprocess.run`/`call`/`check_call`/`check_output`/
 `getoutput`/`getstatusoutput`, `os.system`, `os.wait*`); blocking name resolution and connects
 (`socket.create_connection`, `socket.getaddrinfo`, `socket.gethostbyname*`); the `wikipedia`
-client. Names are resolved through imports and aliases (`from time import sleep`).
+client. Names are resolved through imports and aliases (`from time import sleep`). A subprocess
+that runs a quick query of the machine, written as a literal (`subprocess.run(["nvidia-smi", "-L"])`,
+`hostname`, `uname`, `nproc`, `lscpu`, `which`, `whoami`, `rocm-smi`), is not reported: it answers
+in milliseconds. Its looping forms (`nvidia-smi -l 1`, `nvidia-smi dmon`) are.
 
 It also finds, as RAY222 does for Serve replicas (`analyses/event_loop.py`):
 - the blocking twin of an async API: a public `*_sync` method of another object
@@ -144,6 +147,12 @@ blocking calls have no fix: the async replacement depends on the library.
 
     VALID = [
         Valid(
+            "import subprocess\nimport ray\n\n@ray.remote\nclass Orchestrator:\n    async def run(self):\n"
+            "        gpus = subprocess.run(['nvidia-smi', '-L'], stdout=subprocess.PIPE, text=True).stdout\n"
+            "        host = subprocess.check_output('hostname -f', shell=True)\n        return gpus, host\n",
+            "quick queries of the machine: a short blocking call, as the catalogue calls it",
+        ),
+        Valid(
             "import asyncio\nimport ray\n\n@ray.remote\nclass A:\n    async def run(self):\n        await asyncio.sleep(1)\n",
             "an awaited sleep",
         ),
@@ -194,6 +203,12 @@ blocking calls have no fix: the async replacement depends on the library.
         ),
     ]
     INVALID = [
+        Invalid(
+            "import subprocess\nimport ray\n\n@ray.remote\nclass Monitor:\n    async def watch(self):\n"
+            "        return subprocess.check_output(['nvidia-smi', 'dmon', '-c', '10'])\n",
+            7,
+            note="`nvidia-smi dmon` samples for as long as it is asked to",
+        ),
         Invalid(
             "import asyncio\nimport time\nimport ray\n\n@ray.remote\nclass A:\n    async def run(self):\n        time.sleep(1)\n\n"
             "    def now(self):\n        return time.time()\n",

@@ -80,7 +80,8 @@ deployment), a call that holds the replica's event loop:
   (`subprocess.run`/`call`/`check_call`/`check_output`/`getoutput`/`getstatusoutput`, `os.system`,
   `os.wait*`); blocking name resolution and connects (`socket.create_connection`,
   `socket.getaddrinfo`, `socket.gethostbyname*`). Names are resolved through imports and aliases.
-  The table is RAY007's (async actor methods);
+  The table is RAY007's (async actor methods), and so is what it leaves out: a quick query of the
+  machine such as `subprocess.run(["nvidia-smi", "-L"])`;
 - the blocking twin of an async API: a public `*_sync` method of another object, such as the
   `enqueue_task_sync` and `get_task_status_sync` of Serve's task-processor adapters, which also
   offer `enqueue_task_async` and `get_task_status_async`;
