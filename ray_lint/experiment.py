@@ -102,10 +102,10 @@ class Plan:
     shape: str  # what is run, in words (for modelled plans, the shape replayed)
     fallback: Plan | None = None  # what to run instead when this cannot run as is (a chain: entry point, tests, model)
     runner: Runner = Runner()
-    # One program that runs both forms in turn, for an untimed model whose library costs more to start than the
-    # forms take to run (a Ray Train run: its controller, workers and process group). It leaves each form's
-    # evidence, `__ray_lint_evidence__ = {"a": ..., "b": ...}`; the verifier runs it instead of A and B, which
-    # then only name the forms (`Run.form`).
+    # One program that runs both forms in turn, for a model whose library costs more to start than the forms
+    # take to run (a Ray Train run: its controller, workers and process group; Ray Serve). It leaves each form's
+    # evidence, `__ray_lint_evidence__ = {"a": ..., "b": ...}`, and a timed model each form's times and result
+    # (`timed_forms`); the verifier runs it instead of A and B, which then only name the forms (`Run.form`).
     joint: Variant | None = None
     why_not_yours: str = ""  # for a model: why the user's code does not run instead (`model_instead`)
 
@@ -131,6 +131,7 @@ class Run:
     timeline: list[tuple[float, float, str]] = field(default_factory=list)  # (start, end, worker) per task
     ray_warnings: list[str] = field(default_factory=list)  # what Ray itself warned about during the run
     calls: tuple[tuple[str, str], ...] = ()  # each call's return value: (digest, a short repr to show)
+    forms: dict[str, Any] = field(default_factory=dict)  # a joint run's own times and result per form (`timed_forms`)
 
     @property
     def returned(self) -> tuple[str, ...] | None:
@@ -138,9 +139,14 @@ class Run:
         return tuple(digest for digest, _ in self.calls) or None
 
     def form(self, side: Literal["a", "b"]) -> Run:
-        """One form's share of a joint run (`Plan.joint`): its evidence, and the run's outcome and times."""
+        """One form's share of a joint run (`Plan.joint`): its evidence, the run's outcome, and the form's own
+        times and result where the program timed each form (`timed_forms`), else the run's times."""
         evidence = self.evidence.get(side) if isinstance(self.evidence, dict) else None
-        return replace(self, calls=(), evidence=evidence)
+        own = self.forms.get(side)
+        if own is None:
+            return replace(self, calls=(), evidence=evidence, forms={})
+        calls = tuple((digest, shown) for digest, shown in own["calls"])
+        return replace(self, wall_s=own["wall_s"], window=tuple(own["window"]), calls=calls, evidence=evidence, forms={})
 
 
 @dataclass
@@ -827,11 +833,24 @@ def replayed(known: int | None, assumed: int, cpus: float, unit: str) -> tuple[i
 
 def timed(body: str) -> str:
     """Wrap `body` so that only it is timed (set-up such as creating actors stays out of the ratio)."""
+    return _timed_section(body, "__ray_lint_result__", "__ray_lint_timed__")
+
+
+def timed_forms(flagged: str, fixed: str) -> str:
+    """Both forms' bodies for a joint program (`Plan.joint`), each timed on its own, the fixed form first:
+    what a program does once (a library's lazy set-up) then slows the fix, and the ratio errs low. They
+    leave `__ray_lint_forms__ = {"a": (result, (start, end, seconds)), "b": ...}`, which the probe reports."""
+    sections = [_timed_section(body, f"__ray_lint_{side}_result__", f"__ray_lint_{side}_timed__") for side, body in (("b", fixed), ("a", flagged))]
+    forms = "{" + ", ".join(f'"{side}": (__ray_lint_{side}_result__, __ray_lint_{side}_timed__)' for side in "ab") + "}"
+    return "".join(sections) + f"__ray_lint_forms__ = {forms}\n"
+
+
+def _timed_section(body: str, result: str, times: str) -> str:
     indented = textwrap.indent(textwrap.dedent(body).strip(), "    ")
     return (
         "__ray_lint_start__ = (time.time(), time.perf_counter())\n"
         "def __ray_lint_body__():\n"
         f"{indented}\n"
-        "__ray_lint_result__ = __ray_lint_body__()\n"
-        "__ray_lint_timed__ = (__ray_lint_start__[0], time.time(), time.perf_counter() - __ray_lint_start__[1])\n"
+        f"{result} = __ray_lint_body__()\n"
+        f"{times} = (__ray_lint_start__[0], time.time(), time.perf_counter() - __ray_lint_start__[1])\n"
     )

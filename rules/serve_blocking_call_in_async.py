@@ -14,7 +14,7 @@ from ray_lint.experiment import (
     Subject,
     Variant,
     script,
-    timed,
+    timed_forms,
 )
 from ray_lint.libraries import SERVE_TOKENS
 from ray_lint.libraries.serve import ServeFacts
@@ -27,37 +27,51 @@ from ray_lint.rule import Context, Invalid, Rule, Valid
 class BlockingServeMethodExperiment(AsyncActorExperiment[None]):
     """Concurrent requests through a `DeploymentHandle` to a replica whose async method blocks in
     `time.sleep` (standing for any blocking call), against the same method awaiting `asyncio.sleep`.
-    Serve starts (without an HTTP proxy) and the replica answers a first request before the clock
-    starts; Serve is shut down after it stops."""
+    One program runs both (`Plan.joint`): Serve starts once (without an HTTP proxy), both forms are
+    deployed as apps of their own and answer a first request before the clock starts, and Serve is
+    shut down after both are timed. Serve's start and shutdown take most of a run."""
 
     facts_type = type(None)
     REQUESTS = 20
     WAIT_SECONDS = 0.1
 
     def plan(self, subject: Subject) -> Plan:
-        setup = (
-            "import asyncio\n\nfrom ray import serve\n\n"
-            "@serve.deployment(max_ongoing_requests=32, ray_actor_options={'num_cpus': 0})\n"
-            "class Scorer:\n    def __init__(self):\n        self.spans = []\n\n"
-            "    async def score(self, x):\n        start = time.time()\n"
-            "        {wait}  # stands for a call to a feature store\n"
-            "        self.spans.append((start, time.time()))\n        return x\n\n"
-            f"{MOST_AT_ONCE}\n"
+        blocking = _SCORER.format(form="Blocking", wait=f"time.sleep({self.WAIT_SECONDS})")
+        awaiting = _SCORER.format(form="Awaiting", wait=f"await asyncio.sleep({self.WAIT_SECONDS})")
+        deploy = (
             "serve.start(proxy_location='Disabled')\n"
-            "handle = serve.run(Scorer.bind(), name='ray_lint_RAY222', route_prefix=None)\n"
-            "handle.score.remote(-1).result(timeout_s=30)  # the replica up before the clock starts\n"
+            + "".join(
+                f"{side} = serve.run({form}Scorer.bind(), name='ray_lint_RAY222_{side}', route_prefix=None)\n"
+                f"{side}.score.remote(-1).result(timeout_s=30)  # the replica up before the clock starts\n"
+                for side, form in (("a", "Blocking"), ("b", "Awaiting"))
+            )
         )
-        body = f"return [r.result(timeout_s=30) for r in [handle.score.remote(i) for i in range({self.REQUESTS})]]"
-        count = "__ray_lint_evidence__ = {'at_once': handle.most_at_once.remote().result(timeout_s=30)}\nserve.shutdown()\n"
-        blocking = setup.replace("{wait}", f"time.sleep({self.WAIT_SECONDS})")
-        awaiting = setup.replace("{wait}", f"await asyncio.sleep({self.WAIT_SECONDS})")
+        requests = f"return [r.result(timeout_s=30) for r in [{{side}}.score.remote(i) for i in range({self.REQUESTS})]]"
+        counts = (
+            "__ray_lint_evidence__ = {side: {'at_once': handle.most_at_once.remote().result(timeout_s=30)} "
+            "for side, handle in (('a', a), ('b', b))}\nserve.shutdown()\n"
+        )
+        joint = _HEADER + blocking + awaiting + deploy + timed_forms(requests.format(side="a"), requests.format(side="b")) + counts
         return Plan(
-            Variant("blocking call", script(blocking + timed(body) + count)),
-            Variant("await", script(awaiting + timed(body) + count)),
+            Variant("blocking call", script(_HEADER + blocking)),  # the forms' names; the joint program runs them
+            Variant("await", script(_HEADER + awaiting)),
             "modelled",
             f"{self.REQUESTS} concurrent requests through a DeploymentHandle to an async Serve method, "
             f"each waiting {self.WAIT_SECONDS:g} s",
+            joint=Variant("both forms in one Serve instance", script(joint)),
         )
+
+
+_HEADER = "import asyncio\n\nfrom ray import serve\n\n"
+_SCORER = (
+    "@serve.deployment(max_ongoing_requests=32, ray_actor_options={{'num_cpus': 0}})\n"
+    "class {form}Scorer:\n    def __init__(self):\n        self.spans = []\n\n"
+    "    async def score(self, x):\n        start = time.time()\n"
+    "        {wait}  # stands for a call to a feature store\n"
+    "        self.spans.append((start, time.time()))\n        return x\n\n"
+    + MOST_AT_ONCE.replace("{", "{{").replace("}", "}}")
+    + "\n"
+)
 
 
 class ServeBlockingCallInAsync(Rule):

@@ -607,6 +607,31 @@ def test_a_joint_plan_runs_both_forms_in_one_process_and_each_form_keeps_its_evi
     assert Path(folder).parent.parent.name.startswith("ray-lint-verify-") and not Path(folder).exists(), folder  # in the scratch folder
 
 
+def test_a_timed_joint_plan_times_each_form_on_its_own(cluster: Cluster, tmp_path: Path) -> None:
+    from ray_lint.experiment import Experiment, Plan, Subject, Variant, script, timed_forms
+    from ray_lint.verify.runner import lint_for_verify, plan_findings, run_jobs
+
+    class TimedJoint(Experiment[None]):
+        facts_type = type(None)
+        rounds = 1
+
+        def plan(self, subject: Subject) -> Plan:
+            forms = timed_forms("time.sleep(0.6)\nreturn 'done'", "time.sleep(0.1)\nreturn 'done'")
+            both = Variant("both", script("time.sleep(0.3)  # set-up, timed in neither form\n" + forms))
+            return Plan(Variant("slow", "raise SystemExit(1)\n"), Variant("quick", "raise SystemExit(1)\n"), "modelled", "joint", joint=both)
+
+    (tmp_path / "twice.py").write_text("import ray\nray.init()\nray.init()\n", encoding="utf-8")
+    linted = lint_for_verify([tmp_path / "twice.py"], Resolver(parse_layer({}, "test", tmp_path), isolated=True))
+    jobs, _ = plan_findings(linted, cluster)
+    jobs[0].experiment = TimedJoint()
+    jobs[0].plan = jobs[0].experiment.plan(jobs[0].subject)
+    [verdict] = run_jobs(jobs, cluster, repeat=1, timeout=60)
+    [slow], [quick] = verdict.runs
+    assert 0.6 <= slow.wall_s < 0.9 and 0.1 <= quick.wall_s < 0.4, (slow.wall_s, quick.wall_s)  # each form's own time
+    assert quick.window[1] <= slow.window[0]  # the fixed form first
+    assert verdict.status == "pattern confirmed (model)" and verdict.same_results is True, verdict.summary
+
+
 # Where the verifier could run the user's code but runs the rule's model, the verdict says why.
 WHY_A_MODEL = """
 import asyncio

@@ -5,7 +5,7 @@ It connects to the verifier's cluster, makes the code's own `ray.init()` and `ra
 harmless (the cluster is shared), runs the code, and writes what happened to the result file named
 in the spec: wall time, the wall-clock window, whether it raised, and what the code left in
 `__ray_lint_result__`, `__ray_lint_evidence__` and `__ray_lint_timed__` (set by modelled variants;
-see `experiment.timed`).
+see `experiment.timed`), and a joint program's `__ray_lint_forms__` (`experiment.timed_forms`).
 
 The code runs as the plan's `Runner` says: exec'd as `__main__` (a script), with `runpy` as
 `python -m module`, or through pytest on the user's tests. In the last two the variant's source
@@ -249,6 +249,10 @@ class Driver:
             begin, end, seconds = namespace["__ray_lint_timed__"]
             result["wall_s"], result["window"] = seconds, [begin, end]
         result["calls"] = [call_value(repr(namespace["__ray_lint_result__"]))] if "__ray_lint_result__" in namespace else []
+        result["forms"] = {  # a joint program's forms, each timed on its own
+            side: {"wall_s": seconds, "window": [begin, end], "calls": [call_value(repr(value))]}
+            for side, (value, (begin, end, seconds)) in namespace.get("__ray_lint_forms__", {}).items()
+        }
         if timer.calls:  # the function that holds the finding was instrumented and ran
             result["wall_s"], result["window"], result["calls"] = timer.seconds, timer.window, timer.each_call()
         elif spec.get("function") and result["ok"]:

@@ -391,6 +391,7 @@ def run_variant(
     return Run(
         data["ok"], error, data["wall_s"], tuple(data["window"]), evidence=data["evidence"],
         output_tail=tail, ray_warnings=warnings, calls=tuple((digest, shown) for digest, shown in data["calls"]),
+        forms=data.get("forms", {}),
     )
 
 
