@@ -68,15 +68,16 @@ def _quick_command(call: cst.Call) -> bool:
         return False
     command = call.args[0].value
     if isinstance(command, (cst.List, cst.Tuple)):
-        words = [literal_string(element.value) for element in command.elements if isinstance(element, cst.Element)]
-        if len(words) != len(command.elements) or None in words:
+        found = [literal_string(element.value) if isinstance(element, cst.Element) else None for element in command.elements]
+        words = [word for word in found if word is not None]
+        if len(words) != len(found):  # a starred or computed part: the command is not all in the code
             return False
     else:
         text = literal_string(command)
         if text is None or any(mark in text for mark in ";|&$`"):
             return False
         words = text.split()
-    return bool(words) and words[0] in QUICK_COMMANDS and not LOOPING_ARGUMENTS & set(words[1:])  # type: ignore[arg-type]
+    return bool(words) and words[0] in QUICK_COMMANDS and not LOOPING_ARGUMENTS & set(words[1:])
 
 
 def sleep_fix(ctx: Context, site: CallSite, method: FunctionInfo) -> FixPlan | None:

@@ -422,9 +422,9 @@ class SemanticModel(PythonModel):
         with another library's `remote`, such as RayFed's `@fed.remote`: through calls and attributes on it
         (`Actor.party("alice")`, a handle's method) and the names they are bound to. Its `.remote()` calls are
         that library's, not Ray's."""
-        while isinstance(expr, (cst.Call, cst.Attribute)) and _depth <= 8:
-            expr, _depth = (expr.func if isinstance(expr, cst.Call) else expr.value), _depth + 1
-        if not isinstance(expr, cst.Name) or _depth > 8:
+        while isinstance(expr, (cst.Call, cst.Attribute)):
+            expr = expr.func if isinstance(expr, cst.Call) else expr.value
+        if not isinstance(expr, cst.Name) or _depth > 8:  # a chain of names bound to each other
             return False
         binding = self.reaching_binding(expr.value, scope, at)
         if binding is None:

@@ -85,7 +85,8 @@ recognised through aliases (`import ray as r; r.init(...)`, `from ray import ini
 ## Why is this bad?
 Local mode ran every task inline in the driver process. It was deprecated in Ray 2.0 and removed in
 Ray 2.55.0 ([ray-project/ray#60647](https://github.com/ray-project/ray/pull/60647); 2.54.0 still
-runs it, with a deprecation warning). From 2.55 on, `ray.init` checks `if local_mode:` before it starts or connects to a cluster and raises:
+runs it, with a deprecation warning). From 2.55 on, `ray.init` checks `if local_mode:` before it
+starts or connects to a cluster and raises:
 
 ```
 RuntimeError: `local_mode` is no longer supported. For interactive debugging consider using the Ray distributed debugger.
