@@ -95,6 +95,18 @@ class Runner:
 
 
 @dataclass(frozen=True)
+class JointPart:
+    """A joint model whose program other findings' models may share (`Plan.part`): parts with the same
+    `program` run in one program, one start of their library (Ray Train's workers and process group) for all."""
+
+    text: str  # this model's share of the program
+    # The one program for the given parts' texts, each part's forms in turn. Its evidence: with one part,
+    # `{"a": ..., "b": ...}` (as `Plan.joint`'s); with more, `{"parts": [that, per part, in order]}` (`Run.part`).
+    program: Callable[[tuple[str, ...]], Variant]
+    what: str  # the library started once, in words: "one Ray Train run"
+
+
+@dataclass(frozen=True)
 class Plan:
     a: Variant  # the code as flagged
     b: Variant  # the fixed code, or the comparison
@@ -108,10 +120,16 @@ class Plan:
     # (`timed_forms`); the verifier runs it instead of A and B, which then only name the forms (`Run.form`).
     joint: Variant | None = None
     why_not_yours: str = ""  # for a model: why the user's code does not run instead (`model_instead`)
+    part: JointPart | None = None  # a joint model that may share its program with other findings' (runs as `program`)
 
     @property
     def runs_user_code(self) -> bool:
         return self.mode == "measured"
+
+    @property
+    def program(self) -> Variant | None:
+        """The one program that runs both forms, if any: `joint`, or this part's program for it alone."""
+        return self.part.program((self.part.text,)) if self.part is not None else self.joint
 
 
 @dataclass
@@ -137,6 +155,12 @@ class Run:
     def returned(self) -> tuple[str, ...] | None:
         """What the run returned, to compare: each call's digest; None when nothing returned."""
         return tuple(digest for digest, _ in self.calls) or None
+
+    def part(self, index: int) -> Run:
+        """One part's share of a program that several findings' models shared (`JointPart`): its evidence."""
+        parts = self.evidence.get("parts") if isinstance(self.evidence, dict) else None
+        evidence = parts[index] if isinstance(parts, list) and index < len(parts) else None
+        return replace(self, evidence=evidence)
 
     def form(self, side: Literal["a", "b"]) -> Run:
         """One form's share of a joint run (`Plan.joint`): its evidence, the run's outcome, and the form's own

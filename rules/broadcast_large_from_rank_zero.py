@@ -8,7 +8,7 @@ import libcst as cst
 from ray_lint.diagnostics import Severity
 from ray_lint.experiment import Plan, ReproductionExperiment, Subject, Variant
 from ray_lint.libraries import TRAIN_TOKENS, keyword_value
-from ray_lint.libraries.train import TRAIN_RUN_TIMEOUT_S, torch_trainer_joint
+from ray_lint.libraries.train import TRAIN_RUN_TIMEOUT_S, torch_trainer_part
 from ray_lint.libraries.tune import short_size
 from ray_lint.model import SemanticModel
 from ray_lint.python_model import Scope
@@ -92,7 +92,7 @@ else:
             Variant("broadcast a file's path", ""),
             "modelled",
             "a 2-worker CPU TorchTrainer hands 100 kB from rank 0 to rank 1, by broadcast and through a file, in one run",
-            joint=torch_trainer_joint(self.STEP, flagged, "through_a_file(bytes(100_000))", self.COMPARE),
+            part=torch_trainer_part(self.STEP, flagged, "through_a_file(bytes(100_000))", self.COMPARE),
         )
 
 class BroadcastLargeFromRankZero(Rule):

@@ -13,7 +13,7 @@ from ray_lint.libraries.train import (
     TrainFacts,
     TrainLoop,
     rank_guard,
-    torch_trainer_joint,
+    torch_trainer_part,
 )
 from ray_lint.model import SemanticModel
 from ray_lint.python_model import CallSite, iter_subtree, names_read
@@ -51,7 +51,7 @@ else:
             Variant("prepare_data_loader", ""),
             "modelled",
             "a 2-worker CPU TorchTrainer iterates a DataLoader of 16 samples once, as built and prepared, in one run",
-            joint=torch_trainer_joint(self.COUNT, "pass", "loader = ray.train.torch.prepare_data_loader(loader)", self.COMPARE),
+            part=torch_trainer_part(self.COUNT, "pass", "loader = ray.train.torch.prepare_data_loader(loader)", self.COMPARE),
         )
 
 

@@ -12,7 +12,7 @@ from ray_lint.libraries.train import (
     TorchLoader,
     TrainFacts,
     TrainLoop,
-    torch_trainer_joint,
+    torch_trainer_part,
 )
 from ray_lint.model import SemanticModel
 from ray_lint.python_model import Loop
@@ -53,7 +53,7 @@ else:
             "modelled",
             "a 2-worker CPU TorchTrainer reads a shuffled, prepared DataLoader of 16 samples for 2 epochs, "
             "without and with set_epoch, in one run",
-            joint=torch_trainer_joint(self.EPOCHS, "pass", "loader.sampler.set_epoch(epoch)", self.COMPARE),
+            part=torch_trainer_part(self.EPOCHS, "pass", "loader.sampler.set_epoch(epoch)", self.COMPARE),
         )
 
 

@@ -7,7 +7,7 @@ import libcst as cst
 from ray_lint.diagnostics import Severity
 from ray_lint.experiment import Plan, ReproductionExperiment, Subject, Variant
 from ray_lint.libraries import TRAIN_TOKENS, TRAINER_CALL_TOKENS, defined_function_or_class
-from ray_lint.libraries.train import TRAIN_RUN_TIMEOUT_S, TrainFacts, TrainLoop, torch_trainer_joint
+from ray_lint.libraries.train import TRAIN_RUN_TIMEOUT_S, TrainFacts, TrainLoop, torch_trainer_part
 from ray_lint.model import SemanticModel
 from ray_lint.python_model import CallSite, ClassInfo, FunctionInfo, scope_within
 from ray_lint.rule import Context, Invalid, Rule, Valid
@@ -62,7 +62,7 @@ else:
             "modelled",
             "a 2-worker CPU TorchTrainer takes one SGD step of a linear model on different data per worker, "
             "as built and prepared, in one run",
-            joint=torch_trainer_joint(self.STEP, "pass", "model = ray.train.torch.prepare_model(model)", self.COMPARE),
+            part=torch_trainer_part(self.STEP, "pass", "model = ray.train.torch.prepare_model(model)", self.COMPARE),
         )
 
 

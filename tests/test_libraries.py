@@ -199,3 +199,19 @@ def test_every_library_rule_ships_five_tricky_negatives_and_five_findings() -> N
         for rule in all_rules() if int(rule.code[3:]) >= 100 and (len(rule.VALID) < 5 or len(rule.INVALID) < 5)
     ]
     assert thin == []
+
+
+def test_ray_train_models_combine_into_one_program_that_keeps_each_parts_evidence_apart() -> None:
+    from ray_lint.rule import rule_by_code_or_name
+
+    experiments = [rule.experiment for rule in map(rule_by_code_or_name, ("RAY212", "RAY213", "RAY214", "RAY215")) if rule is not None]
+    parts = [experiment.model(None).part for experiment in experiments]  # type: ignore[union-attr]
+    assert len(parts) == 4 and all(part is not None and part.program is parts[0].program for part in parts), parts
+    alone = parts[0].program((parts[0].text,)).source
+    shared = parts[0].program(tuple(part.text for part in parts)).source
+    for source in (alone, shared):
+        compile(source, "<model>", "exec")
+    assert "__ray_lint_evidence__ = forms_of(0, evidence_of_0)" in alone  # one part: the evidence of a joint plan
+    assert shared.count("TorchTrainer(") == 1 and "__ray_lint_evidence__ = {\"parts\": [forms_of(0, evidence_of_0)" in shared
+    defined = [line.split("(")[0] for line in shared.splitlines() if line.startswith("def ")]
+    assert len(defined) == len(set(defined)) and "def fixed_form_3" in defined, defined

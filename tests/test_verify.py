@@ -612,6 +612,57 @@ def test_a_joint_plan_runs_both_forms_in_one_process_and_each_form_keeps_its_evi
     assert Path(folder).parent.parent.name.startswith("ray-lint-verify-") and not Path(folder).exists(), folder  # in the scratch folder
 
 
+# Joint models that may share one program (`Plan.part`): the program logs how many parts it ran, and
+# fails when it is given several and `fail_shared` says so.
+SHARED_PROGRAM = """
+with open({log!r}, "a") as log:
+    log.write("{count}\\n")
+if {fails}:
+    raise SystemExit(3)
+__ray_lint_evidence__ = {evidence}
+"""
+
+
+@pytest.mark.parametrize("fail_shared", [False, True], ids=["shared", "failed-then-alone"])
+def test_models_that_share_a_program_run_in_one_and_each_alone_when_it_fails(
+    cluster: Cluster, tmp_path: Path, fail_shared: bool
+) -> None:
+    from ray_lint.experiment import JointPart, Plan, ReproductionExperiment, Subject, Variant, script
+    from ray_lint.verify.runner import lint_for_verify, plan_findings, run_jobs
+
+    log = tmp_path / "log"
+
+    def program(parts: tuple[str, ...]) -> Variant:
+        each = [{"a": {"wrong": f"{part} went wrong"}, "b": {"right": f"{part} did not"}} for part in parts]
+        evidence = each[0] if len(parts) == 1 else {"parts": each}
+        fails = fail_shared and len(parts) > 1
+        return Variant("shared", script(SHARED_PROGRAM.format(log=str(log), count=len(parts), fails=fails, evidence=evidence)))
+
+    class Part(ReproductionExperiment[None]):
+        def plan(self, subject: Subject) -> Plan:
+            part = JointPart(f"line {subject.diagnostic.start.line}", program, "one start")
+            return Plan(Variant("flagged", "raise SystemExit(1)\n"), Variant("fixed", "raise SystemExit(1)\n"), "modelled", "part", part=part)
+
+    (tmp_path / "twice.py").write_text("import ray\nray.init()\nray.init()\nray.init()\n", encoding="utf-8")
+    linted = lint_for_verify([tmp_path / "twice.py"], Resolver(parse_layer({}, "test", tmp_path), isolated=True))
+    jobs, _ = plan_findings(linted, cluster)
+    assert len(jobs) == 2, jobs  # RAY090 at lines 3 and 4
+    for job in jobs:
+        job.experiment = Part()
+        job.plan = job.experiment.plan(job.subject)
+    verdicts = run_jobs(jobs, cluster, repeat=3, timeout=60)
+    assert [v.summary for v in verdicts] == [
+        f"flagged: line {line} went wrong; fixed: no error (line {line} did not)" for line in (3, 4)
+    ]
+    assert all(v.status == "reproduced" for v in verdicts)
+    if fail_shared:  # the shared program failed: each model ran its own, and says nothing of sharing
+        assert log.read_text().split() == ["2", "1", "1"]
+        assert not any("served" in v.shape for v in verdicts), [v.shape for v in verdicts]
+    else:
+        assert log.read_text().split() == ["2"]
+        assert all(v.shape == "part; one start served the models of 2 findings" for v in verdicts), [v.shape for v in verdicts]
+
+
 def test_a_timed_joint_plan_times_each_form_on_its_own(cluster: Cluster, tmp_path: Path) -> None:
     from ray_lint.experiment import Experiment, Plan, Subject, Variant, script, timed_forms
     from ray_lint.verify.runner import lint_for_verify, plan_findings, run_jobs

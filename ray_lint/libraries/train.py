@@ -9,7 +9,7 @@ from functools import cached_property
 
 import libcst as cst
 
-from ray_lint.experiment import Variant, script
+from ray_lint.experiment import JointPart, Variant, script
 from ray_lint.libraries import defined_function_or_class, keyword_value
 from ray_lint.model import SemanticModel
 from ray_lint.python_model import (
@@ -272,9 +272,10 @@ TORCH_TRAINER_LIBRARIES = ("train.torch",)  # what a model imports: `script(...,
 # asks for every half second; the driver hands the setting to the controller.
 QUICK_CONTROLLER = 'os.environ.setdefault("RAY_TRAIN_HEALTH_CHECK_INTERVAL_S", "0.5")\n'
 ONE_TRAIN_RUN = "both forms, one after the other, in one Ray Train run"  # a joint model's label (`Plan.joint`)
-# A joint model for experiments (text; nothing here runs; see `torch_trainer_joint`). Ray Train v2 returns no
-# per-worker values, so `keep(value)` hands them back through files.
-_TORCH_TRAINER_JOINT = QUICK_CONTROLLER + """\
+# A program for experiments (text; nothing here runs; see `torch_trainer_part`): each part defines
+# `flagged_form_{i}`, `fixed_form_{i}` and `evidence_of_{i}(kept)`. Ray Train v2 returns no per-worker
+# values, so `keep(value)` hands them back through files, one folder per form.
+_TORCH_TRAINER_PROGRAM = QUICK_CONTROLLER + """\
 import json
 import tempfile
 
@@ -287,14 +288,16 @@ def keep(value):
     with open(os.path.join(KEPT, f"{{rank}}.json"), "w") as handle:
         json.dump(value, handle)
 
-{functions}
+{parts}
+
+FORMS = [{forms}]
 
 def train_func():
     rank = ray.train.get_context().get_world_rank()
-    for form, step in (("a", flagged_form), ("b", fixed_form)):
+    for folder, step in FORMS:
         step()
-        os.makedirs(os.path.join(KEPT, form), exist_ok=True)
-        os.replace(os.path.join(KEPT, f"{{rank}}.json"), os.path.join(KEPT, form, f"{{rank}}.json"))
+        os.makedirs(os.path.join(KEPT, folder), exist_ok=True)
+        os.replace(os.path.join(KEPT, f"{{rank}}.json"), os.path.join(KEPT, folder, f"{{rank}}.json"))
 
 train.torch.TorchTrainer(
     train_func,
@@ -302,25 +305,44 @@ train.torch.TorchTrainer(
     run_config=train.RunConfig(storage_path=tempfile.mkdtemp()),
 ).fit()
 
-def evidence_of(form):
+def kept_in(folder):
     kept = {{}}
-    for name in os.listdir(os.path.join(KEPT, form)):
-        with open(os.path.join(KEPT, form, name)) as handle:
+    for name in os.listdir(os.path.join(KEPT, folder)):
+        with open(os.path.join(KEPT, folder, name)) as handle:
             kept[int(name.split(".")[0])] = json.load(handle)
+    return kept
+
+def forms_of(index, evidence_of):
+    return {{"a": evidence_of(kept_in(f"{{index}}a")), "b": evidence_of(kept_in(f"{{index}}b"))}}
+
+{evidence}
+"""
+_TORCH_TRAINER_PART = """\
+{functions}
+
+def evidence_of_{index}(kept):
 {compare}
     return __ray_lint_evidence__
-
-__ray_lint_evidence__ = {{"a": evidence_of("a"), "b": evidence_of("b")}}
 """
 
 
-def torch_trainer_joint(step: str, flagged: str, fixed: str, compare: str) -> Variant:
-    """Both forms of a Ray Train model in one program (`Plan.joint`): a 2-worker CPU `TorchTrainer` (gloo) whose
-    workers run the flagged form, then the fixed one, in one `fit()`. One start of Ray Train (its controller,
-    workers and process group, most of the 15 s) serves both forms. `step` defines `def {name}():`, with
-    `{form}` for the line the forms differ by, and calls `keep(value)`; `compare` reads `kept`, that form's
-    values by rank, and sets `__ray_lint_evidence__`."""
-    functions = step.format(name="flagged_form", form=flagged) + "\n" + step.format(name="fixed_form", form=fixed)
+def torch_trainer_part(step: str, flagged: str, fixed: str, compare: str) -> JointPart:
+    """Both forms of a Ray Train model, for one program (`Plan.part`): a 2-worker CPU `TorchTrainer` (gloo) whose
+    workers run the flagged form, then the fixed one, in one `fit()`, and so for every model that shares it. One
+    start of Ray Train (its controller, workers and process group, most of the 15 s) serves them all. `step`
+    defines `def {name}():`, with `{form}` for the line the forms differ by, and calls `keep(value)`; `compare`
+    reads `kept`, that form's values by rank, and sets `__ray_lint_evidence__`."""
+    functions = step.format(name="flagged_form_{index}", form=flagged) + "\n" + step.format(name="fixed_form_{index}", form=fixed)
     indented = textwrap.indent(textwrap.dedent(compare).strip(), "    ")
-    source = _TORCH_TRAINER_JOINT.format(functions=functions.strip(), compare=indented)
-    return Variant(ONE_TRAIN_RUN, script(source, TORCH_TRAINER_LIBRARIES))
+    return JointPart(_TORCH_TRAINER_PART.replace("{functions}", functions.strip()).replace("{compare}", indented), torch_trainer_program, "one Ray Train run")
+
+
+def torch_trainer_program(parts: tuple[str, ...]) -> Variant:
+    """The one program for `parts` (`torch_trainer_part`'s texts), each part's forms in turn."""
+    texts = "\n\n".join(part.replace("{index}", str(index)) for index, part in enumerate(parts))
+    forms = ", ".join(f'("{index}{side}", {name}_form_{index})' for index in range(len(parts)) for side, name in (("a", "flagged"), ("b", "fixed")))
+    each = [f"forms_of({index}, evidence_of_{index})" for index in range(len(parts))]
+    evidence = each[0] if len(parts) == 1 else "{\"parts\": [" + ", ".join(each) + "]}"
+    source = _TORCH_TRAINER_PROGRAM.format(parts=texts, forms=forms, evidence=f"__ray_lint_evidence__ = {evidence}")
+    label = ONE_TRAIN_RUN if len(parts) == 1 else f"{len(parts)} findings' models, both forms of each, in one Ray Train run"
+    return Variant(label, script(source, TORCH_TRAINER_LIBRARIES))

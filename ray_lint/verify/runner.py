@@ -29,7 +29,8 @@ from ray_lint.diagnostics import FILE_ERROR_CODE
 from ray_lint.engine import lint_text
 from ray_lint.config import Resolver
 from ray_lint.experiment import (
-    PROBLEM_SHOWN, Experiment, Plan, ReproductionExperiment, Run, Runner, Subject, Variant, Verdict, file_of_tests, last_line,
+    PROBLEM_SHOWN, Experiment, JointPart, Plan, ReproductionExperiment, Run, Runner, Subject, Variant, Verdict, file_of_tests,
+    last_line,
 )
 from ray_lint.files import Skipped, discover
 from ray_lint.results import FileResult
@@ -234,8 +235,10 @@ def run_jobs(
             beside: list[Job] = []
             for same in twins.values():
                 (beside if _runs_beside(same[0]) else in_turn).append(same[0])
+            served = _run_parts(in_turn, cluster, timeout, Path(scratch))
             for job in in_turn:
-                _run_in_turn(job, cluster, repeat, timeout, Path(scratch), shared)
+                if id(job) not in served:
+                    _run_in_turn(job, cluster, repeat, timeout, Path(scratch), shared)
                 done(job)
             shared.close()
             again = _run_beside(beside, cluster, repeat, timeout, Path(scratch), done)
@@ -254,6 +257,33 @@ def run_jobs(
             write_traces(trace_dir, number, job, events)
         verdicts.append(job.experiment.judge(job.subject, job.plan, job.a, job.b))
     return verdicts
+
+
+def _run_parts(jobs: list[Job], cluster: Cluster, timeout: float, scratch: Path) -> set[int]:
+    """Run the models that may share one program (`Plan.part`), where two or more have the same, in that
+    program: one start of their library serves them all. Returns the ids of the jobs it served. The others
+    run on their own, and so do all of a program that fails: one model's fault must not cost the others
+    their verdicts, only the time of the shared run."""
+    kinds: dict[Callable[[tuple[str, ...]], Variant], list[tuple[Job, JointPart]]] = {}
+    for job in jobs:
+        part = job.plan.part
+        if part is not None and not job.plan.runs_user_code and not job.experiment.timed:
+            kinds.setdefault(part.program, []).append((job, part))
+    served: set[int] = set()
+    for program, group in kinds.items():
+        if len(group) < 2:
+            continue
+        first, what = group[0][0], group[0][1].what
+        limit = max(timeout, *(job.experiment.least_timeout_s for job, _ in group))
+        run = run_variant(cluster, program(tuple(part.text for _, part in group)), first.subject.path, limit, scratch, user_code=False, timed=False)
+        if not run.ok:
+            continue
+        for index, (job, _) in enumerate(group):
+            own = run.part(index)
+            job.a, job.b = [own.form("a")], [own.form("b")]
+            job.plan = replace(job.plan, shape=f"{job.plan.shape}; {what} served the models of {len(group)} findings")
+            served.add(id(job))
+    return served
 
 
 def _run_beside(
@@ -314,8 +344,8 @@ def run_job(job: Job, cluster: Cluster, repeat: int, timeout: float, scratch: Pa
         return run_variant(cluster, variant, job.subject.path, limit, scratch, plan.runner, plan.runs_user_code, timed, driver)
 
     def pair() -> bool:
-        if job.plan.joint is not None:  # one program runs both forms: one start of the library, not two
-            both = run(job.plan.joint)
+        if job.plan.program is not None:  # one program runs both forms: one start of the library, not two
+            both = run(job.plan.program)
             job.a.append(both.form("a"))
             job.b.append(both.form("b"))
         elif not timed and job.experiment.side_by_side and not in_shared():  # A and B run at once: a hang costs one time limit for both
