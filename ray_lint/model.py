@@ -30,6 +30,7 @@ from ray_lint.python_model import (
     PythonModel,
     Scope,
     between,
+    is_name,
     literal_number,
     literal_string,
 )
@@ -453,12 +454,45 @@ class SemanticModel(PythonModel):
             binding = self.reaching_binding(expr.value, scope, at)
             if binding is not None and binding.kind == "assign" and isinstance(binding.value, cst.Call):
                 return self.actor_of_handle(binding.value, binding.scope, binding.index)
-        if isinstance(expr, cst.Subscript) and isinstance(expr.value, cst.Name):  # `workers[i]`
-            binding = self.reaching_binding(expr.value.value, scope, at)
-            made = binding.value if binding is not None and binding.kind == "assign" else None
-            if isinstance(made, cst.ListComp) and isinstance(made.elt, cst.Call):
-                return self.actor_of_handle(made.elt, binding.scope, binding.index)  # type: ignore[union-attr]
+            if binding is not None and binding.kind == "loop-target" and binding.source is not None:  # `for w in workers`
+                return self.actor_of_handles(binding.source, binding.scope, binding.index)
+        if isinstance(expr, cst.Subscript):  # `workers[i]`
+            return self.actor_of_handles(expr.value, scope, at)
         return None
+
+    def actor_of_handles(self, expr: cst.BaseExpression, scope: Scope, at: int, _depth: int = 0) -> RemoteDef | None:
+        """The actor class of every handle in a list of them, when it is one class: `[A.remote() for ...]`,
+        `[a, b]`, `[chief] + workers`, and the names and `self` attributes bound to those (a list is
+        iterated, not unpacked, so a loop target over it is one handle)."""
+        if _depth > 8:  # names bound to each other
+            return None
+        if isinstance(expr, cst.ListComp):
+            return self.actor_of_handle(expr.elt, scope, at)
+        parts: list[tuple[cst.BaseExpression, Scope, int]] = []
+        if isinstance(expr, cst.List):
+            if not expr.elements or any(isinstance(element, cst.StarredElement) for element in expr.elements):
+                return None
+            actors = [self.actor_of_handle(element.value, scope, at) for element in expr.elements]
+            return actors[0] if actors[0] is not None and all(actor is actors[0] for actor in actors) else None
+        if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Add):
+            parts = [(expr.left, scope, at), (expr.right, scope, at)]
+        elif isinstance(expr, cst.Name):
+            binding = self.reaching_binding(expr.value, scope, at)
+            if binding is None or binding.kind != "assign" or binding.value is None:
+                return None
+            parts = [(binding.value, binding.scope, binding.index)]
+        elif isinstance(expr, cst.Attribute) and is_name(expr.value, "self"):  # written only as `self.workers = ...`
+            function = scope.function
+            info = self.function_info(function.node) if function is not None else None  # type: ignore[arg-type]
+            stores = self.self_stores(info.owner).get(expr.attr.value, []) if info is not None and info.owner is not None else []
+            if not stores or any(
+                store.kind != "assign" or store.value is None or not isinstance(store.target, cst.Attribute) or not is_name(store.target.value, "self")
+                for store in stores
+            ):
+                return None
+            parts = [(store.value, store.scope, store.index) for store in stores]  # type: ignore[misc]
+        actors = [self.actor_of_handles(part, where, when, _depth + 1) for part, where, when in parts]
+        return actors[0] if actors and actors[0] is not None and all(actor is actors[0] for actor in actors) else None
 
     def ref_origin(self, expr: cst.BaseExpression, scope: Scope, at: int, _depth: int = 0) -> RefOrigin | None:
         """Where the ObjectRef(s) that `expr` holds at event `at` were created, if the module shows it:

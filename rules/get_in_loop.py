@@ -189,7 +189,9 @@ ray-lint stays silent when the loop cannot be parallel or is already right:
   `get_stats`): one round trip each, milliseconds for a group of actors (`get_weights` and
   `get_batch` are not small facts);
 - the method, defined in this file, only returns what an earlier call stored (`return
-  self.sorted_frame`, after asserts): no work runs while the loop waits;
+  self.sorted_frame`, after asserts): no work runs while the loop waits. The actor's class is
+  known through its handle, or through the list the loop takes it from (`for w in self.workers`,
+  where `self.workers = [chief] + workers` holds actors of one class);
 - every call goes to one named actor looked up in the loop (`ray.get_actor(NAME)`);
 - the actor was itself fetched with `ray.get` (or `await`) in the iteration (borrowed from a pool:
   each item's calls form a chain), or is a Ray Serve handle (`serve.get_app_handle(...)`: its responses are
@@ -516,6 +518,15 @@ the statement that replaces it.
             "import ray\nfor pool in pools:\n    w = ray.get(pool.acquire.remote())\n    refs = [w.warm.remote()]\n"
             "    ray.get(refs)\n",
             "an actor borrowed from a pool, not started by the loop",
+        ),
+        Valid(
+            "import ray\n\nclass Runner:\n    def __init__(self, index):\n        self.index = index\n\n"
+            "    def get_index(self):\n        return self.index\n\n"
+            "class Cluster:\n    def __init__(self, n):\n        remote_runner = ray.remote(num_cpus=1)(Runner)\n"
+            "        chief = remote_runner.remote(0)\n        workers = [remote_runner.remote(i) for i in range(1, n)]\n"
+            "        self.workers = [chief] + workers\n\n"
+            "    def indexes(self):\n        return [ray.get(w.get_index.remote()) for w in self.workers]\n",
+            "each handle of a list kept on `self` is asked for what its actor stored: no work runs while the loop waits",
         ),
     ]
     INVALID = [

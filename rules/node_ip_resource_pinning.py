@@ -175,7 +175,7 @@ Pinning is sometimes the point (a per-node daemon, a reader of a node-local disk
 `NodeAffinitySchedulingStrategy(node_id, soft=False)` says so explicitly, and fails fast instead
 of waiting when the node is gone. ray-lint is silent for the plainest cases of it, where running
 anywhere else would be wrong: an actor started once per node, in a loop whose variable names the
-node (`for host in hosts:` ... `f"node:{host}"`), and a task or actor stored under the node it is
+node (`for host in hosts:` ... `f"node:{host}"`, in `.options(...)` or in `ray.remote(...)(Store)`), and a task or actor stored under the node it is
 pinned to (`listeners[ip] = watch.options(resources={f"node:{ip}": 0.01}).remote()`, a watcher of
 that node's spot termination).
 
@@ -211,6 +211,13 @@ design decision.
 
     VALID = [
         Valid(
+            "import ray\n\nclass LocalStore:\n    def put(self, idx, part):\n        pass\n\n"
+            "for node, part_ids in parts_by_node.items():\n"
+            "    store = ray.remote(num_cpus=0, resources={f'node:{node}': 1e-4})(LocalStore).options(name=f'store:{node}').remote()\n"
+            "    for idx in part_ids:\n        store.put.remote(idx, refs[idx])\n",
+            "a store actor made remote in the loop, one per node: it holds the partitions that live on that node",
+        ),
+        Valid(
             "import ray\nfrom ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy\n\n"
             "@ray.remote\ndef f():\n    pass\n\nf.options(scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=nid, soft=True)).remote()\n",
             "node affinity by id",
@@ -242,6 +249,12 @@ design decision.
     ]
     INVALID = [
         Invalid("import ray\n\n@ray.remote(resources={'node:10.0.0.1': 0.01})\ndef f():\n    pass\n", 3),
+        Invalid(
+            "import ray\n\ndef work(chunk):\n    return len(chunk)\n\n"
+            "refs = [ray.remote(resources={f'node:{ip}': 0.01})(work).remote(chunk) for ip, chunk in zip(ips, chunks)]\n",
+            6,
+            note="a task, not an actor, pinned to each node in turn: spreading work by IP, which SPREAD scheduling does",
+        ),
         Invalid(
             "import ray\n@ray.remote\nclass Cache:\n    pass\n\nip = ray.util.get_node_ip_address()\ncache = Cache.options(resources={f'node:{ip}': 0.01}).remote()\n",
             7,
@@ -291,12 +304,16 @@ design decision.
                     ctx.report(entry, self._message(entry, "this placement-group bundle"), facts=facts)
 
     def _actor_per_node(self, model: SemanticModel, site: CallSite, entry: cst.DictElement) -> bool:
-        """An actor started on each node in turn (`for host in hosts: Probe.options(resources={f"node:{host}": ...})`):
-        a per-node daemon or probe, for which running anywhere else would be wrong."""
+        """An actor started on each node in turn (`for host in hosts: Probe.options(resources={f"node:{host}": ...})`,
+        or `ray.remote(resources=...)(Store)` in the loop): a per-node daemon, store or probe, for which running
+        anywhere else would be wrong."""
         func = site.node.func
-        if site.loop is None or not isinstance(func, cst.Attribute) or func.attr.value != "options":
+        if site.loop is None:
             return False
-        remote = model.remote_def_of(func.value, site.scope, site.index)
+        if isinstance(func, cst.Attribute) and func.attr.value == "options":
+            remote = model.remote_def_of(func.value, site.scope, site.index)
+        else:  # `ray.remote(...)` itself, applied to a class of the module
+            remote = next((each for each in model.remote_defs if each.declared_at is site.node), None)
         if remote is None or remote.kind != "actor":
             return False
         for name in iter_subtree(entry.key):

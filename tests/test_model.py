@@ -86,6 +86,60 @@ def test_remote_definitions_in_every_form() -> None:
     assert named["c"] is None and named["plain"] is None, "`rc = ray.remote(c)` leaves `c` the plain function"
 
 
+HANDLE_LISTS = """\
+import ray
+
+@ray.remote
+class A:
+    def m(self): pass
+
+@ray.remote
+class B:
+    def m(self): pass
+
+chief = A.remote()
+workers = [A.remote() for _ in range(3)]
+group = [chief] + workers
+mixed = [chief, B.remote()]
+
+class Cluster:
+    def __init__(self):
+        self.workers = group
+
+    def calls(self):
+        return [w.m.remote() for w in self.workers]
+
+    def starred(self, more):
+        for w in [*more, chief]:
+            w.m.remote()
+
+for w in group:
+    w.m.remote()
+for w in mixed:
+    w.m.remote()
+workers[0].m.remote()
+for w in enumerate(group):
+    w.m.remote()
+"""
+
+
+def test_a_handle_taken_from_a_list_of_one_actor_class_knows_its_class() -> None:
+    model = model_of(HANDLE_LISTS)
+    found = []
+    for site in model.calls_by_tail["remote"]:
+        submission = model.submission(site.node)
+        if submission is not None and submission.kind == "actor-method":
+            found.append((code(model, site.node), submission.remote.name if submission.remote else None))
+    assert found == [
+        ("w.m.remote()", "A"),  # a list on `self`, written once as `self.workers = group`
+        ("w.m.remote()", None),  # a list with an unpacked part: unknown
+        ("w.m.remote()", "A"),  # `[chief] + workers`
+        ("w.m.remote()", None),  # two classes
+        ("workers[0].m.remote()", "A"),
+        ("w.m.remote()", None),  # `enumerate(...)`: not a list of handles
+    ]
+
+
 def test_actor_kinds() -> None:
     model = model_of(
         "import ray\n"
