@@ -28,7 +28,7 @@ from ray_lint.config import Resolver, parse_layer
 from ray_lint.verify.cluster import Cluster
 from ray_lint.experiment import Experiment, Plan, Run, Verdict
 from ray_lint.verify.report import render_html
-from ray_lint.verify.runner import verify
+from ray_lint.verify.runner import Job, verify
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -548,9 +548,24 @@ __ray_lint_evidence__ = {{"wrong": "no other job ran"}} if others == 0 else None
 """
 
 
+def init_twice_jobs(experiment: Experiment, cluster: Cluster, tmp_path: Path, findings: int) -> list[Job]:
+    """Jobs for the RAY090 findings of a script that calls `ray.init()` `findings + 1` times, each planned
+    by `experiment` instead of RAY090's own."""
+    from ray_lint.verify.runner import lint_for_verify, plan_findings
+
+    (tmp_path / "twice.py").write_text("import ray\n" + "ray.init()\n" * (findings + 1), encoding="utf-8")
+    linted = lint_for_verify([tmp_path / "twice.py"], Resolver(parse_layer({}, "test", tmp_path), isolated=True))
+    jobs, _ = plan_findings(linted, cluster)
+    assert len(jobs) == findings, jobs
+    for job in jobs:
+        job.experiment = experiment
+        job.plan = experiment.plan(job.subject)
+    return jobs
+
+
 def test_models_that_may_run_beside_others_do_and_what_load_hides_runs_again_alone(cluster: Cluster, tmp_path: Path) -> None:
     from ray_lint.experiment import Plan, ReproductionExperiment, Subject, Variant, script
-    from ray_lint.verify.runner import lint_for_verify, plan_findings, run_jobs
+    from ray_lint.verify.runner import run_jobs
 
     folder, log = tmp_path / "marks", tmp_path / "log"
     folder.mkdir()
@@ -562,13 +577,7 @@ def test_models_that_may_run_beside_others_do_and_what_load_hides_runs_again_alo
             flagged = script(ALONE_ONLY.format(folder=str(folder), log=str(log)))
             return Plan(Variant("flagged", flagged), Variant("fixed", "x = 1\n"), "modelled", f"line {subject.diagnostic.start.line}")
 
-    (tmp_path / "twice.py").write_text("import ray\nray.init()\nray.init()\nray.init()\n", encoding="utf-8")
-    linted = lint_for_verify([tmp_path / "twice.py"], Resolver(parse_layer({}, "test", tmp_path), isolated=True))
-    jobs, _ = plan_findings(linted, cluster)
-    assert len(jobs) == 2, jobs  # RAY090 at lines 3 and 4
-    for job in jobs:
-        job.experiment = AloneOnly()
-        job.plan = job.experiment.plan(job.subject)
+    jobs = init_twice_jobs(AloneOnly(), cluster, tmp_path, 2)  # RAY090 at lines 3 and 4
     verdicts = run_jobs(jobs, cluster, repeat=1, timeout=60)
     assert [v.status for v in verdicts] == ["reproduced", "reproduced"], [v.summary for v in verdicts]
     seen = [int(line) for line in log.read_text().split()]
@@ -589,7 +598,7 @@ __ray_lint_evidence__ = {{"a": {{"wrong": "the flagged form went wrong"}}, "b": 
 
 def test_a_joint_plan_runs_both_forms_in_one_process_and_each_form_keeps_its_evidence(cluster: Cluster, tmp_path: Path) -> None:
     from ray_lint.experiment import Plan, ReproductionExperiment, Subject, Variant, script
-    from ray_lint.verify.runner import lint_for_verify, plan_findings, run_jobs
+    from ray_lint.verify.runner import run_jobs
 
     log = tmp_path / "log"
 
@@ -598,12 +607,7 @@ def test_a_joint_plan_runs_both_forms_in_one_process_and_each_form_keeps_its_evi
             both = Variant("both", script(BOTH_FORMS.format(log=str(log))))
             return Plan(Variant("flagged", "raise SystemExit(1)\n"), Variant("fixed", "raise SystemExit(1)\n"), "modelled", "joint", joint=both)
 
-    (tmp_path / "twice.py").write_text("import ray\nray.init()\nray.init()\n", encoding="utf-8")
-    linted = lint_for_verify([tmp_path / "twice.py"], Resolver(parse_layer({}, "test", tmp_path), isolated=True))
-    jobs, _ = plan_findings(linted, cluster)
-    assert len(jobs) == 1, jobs  # RAY090 at line 3
-    jobs[0].experiment = Joint()
-    jobs[0].plan = jobs[0].experiment.plan(jobs[0].subject)
+    jobs = init_twice_jobs(Joint(), cluster, tmp_path, 1)  # RAY090 at line 3
     [verdict] = run_jobs(jobs, cluster, repeat=3, timeout=60)
     assert verdict.status == "reproduced", verdict.summary
     assert verdict.summary == "flagged: the flagged form went wrong; fixed: no error (the fixed form did not)"
@@ -628,7 +632,7 @@ def test_models_that_share_a_program_run_in_one_and_each_alone_when_it_fails(
     cluster: Cluster, tmp_path: Path, fail_shared: bool
 ) -> None:
     from ray_lint.experiment import JointPart, Plan, ReproductionExperiment, Subject, Variant, script
-    from ray_lint.verify.runner import lint_for_verify, plan_findings, run_jobs
+    from ray_lint.verify.runner import run_jobs
 
     log = tmp_path / "log"
 
@@ -643,13 +647,7 @@ def test_models_that_share_a_program_run_in_one_and_each_alone_when_it_fails(
             part = JointPart(f"line {subject.diagnostic.start.line}", program, "one start")
             return Plan(Variant("flagged", "raise SystemExit(1)\n"), Variant("fixed", "raise SystemExit(1)\n"), "modelled", "part", part=part)
 
-    (tmp_path / "twice.py").write_text("import ray\nray.init()\nray.init()\nray.init()\n", encoding="utf-8")
-    linted = lint_for_verify([tmp_path / "twice.py"], Resolver(parse_layer({}, "test", tmp_path), isolated=True))
-    jobs, _ = plan_findings(linted, cluster)
-    assert len(jobs) == 2, jobs  # RAY090 at lines 3 and 4
-    for job in jobs:
-        job.experiment = Part()
-        job.plan = job.experiment.plan(job.subject)
+    jobs = init_twice_jobs(Part(), cluster, tmp_path, 2)  # RAY090 at lines 3 and 4
     verdicts = run_jobs(jobs, cluster, repeat=3, timeout=60)
     assert [v.summary for v in verdicts] == [
         f"flagged: line {line} went wrong; fixed: no error (line {line} did not)" for line in (3, 4)
@@ -665,7 +663,7 @@ def test_models_that_share_a_program_run_in_one_and_each_alone_when_it_fails(
 
 def test_a_timed_joint_plan_times_each_form_on_its_own(cluster: Cluster, tmp_path: Path) -> None:
     from ray_lint.experiment import Experiment, Plan, Subject, Variant, script, timed_forms
-    from ray_lint.verify.runner import lint_for_verify, plan_findings, run_jobs
+    from ray_lint.verify.runner import run_jobs
 
     class TimedJoint(Experiment[None]):
         facts_type = type(None)
@@ -676,11 +674,7 @@ def test_a_timed_joint_plan_times_each_form_on_its_own(cluster: Cluster, tmp_pat
             both = Variant("both", script("time.sleep(0.3)  # set-up, timed in neither form\n" + forms))
             return Plan(Variant("slow", "raise SystemExit(1)\n"), Variant("quick", "raise SystemExit(1)\n"), "modelled", "joint", joint=both)
 
-    (tmp_path / "twice.py").write_text("import ray\nray.init()\nray.init()\n", encoding="utf-8")
-    linted = lint_for_verify([tmp_path / "twice.py"], Resolver(parse_layer({}, "test", tmp_path), isolated=True))
-    jobs, _ = plan_findings(linted, cluster)
-    jobs[0].experiment = TimedJoint()
-    jobs[0].plan = jobs[0].experiment.plan(jobs[0].subject)
+    jobs = init_twice_jobs(TimedJoint(), cluster, tmp_path, 1)
     [verdict] = run_jobs(jobs, cluster, repeat=1, timeout=60)
     [slow], [quick] = verdict.runs
     assert 0.6 <= slow.wall_s < 0.9 and 0.1 <= quick.wall_s < 0.4, (slow.wall_s, quick.wall_s)  # each form's own time
