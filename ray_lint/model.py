@@ -468,12 +468,12 @@ class SemanticModel(PythonModel):
             return None
         if isinstance(expr, cst.ListComp):
             return self.actor_of_handle(expr.elt, scope, at)
-        parts: list[tuple[cst.BaseExpression, Scope, int]] = []
         if isinstance(expr, cst.List):
             if not expr.elements or any(isinstance(element, cst.StarredElement) for element in expr.elements):
                 return None
             actors = [self.actor_of_handle(element.value, scope, at) for element in expr.elements]
             return actors[0] if actors[0] is not None and all(actor is actors[0] for actor in actors) else None
+        parts: list[tuple[cst.BaseExpression, Scope, int]] = []  # what the list is made of, each where it is written
         if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Add):
             parts = [(expr.left, scope, at), (expr.right, scope, at)]
         elif isinstance(expr, cst.Name):

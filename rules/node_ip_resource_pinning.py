@@ -175,9 +175,10 @@ Pinning is sometimes the point (a per-node daemon, a reader of a node-local disk
 `NodeAffinitySchedulingStrategy(node_id, soft=False)` says so explicitly, and fails fast instead
 of waiting when the node is gone. ray-lint is silent for the plainest cases of it, where running
 anywhere else would be wrong: an actor started once per node, in a loop whose variable names the
-node (`for host in hosts:` ... `f"node:{host}"`, in `.options(...)` or in `ray.remote(...)(Store)`), and a task or actor stored under the node it is
-pinned to (`listeners[ip] = watch.options(resources={f"node:{ip}": 0.01}).remote()`, a watcher of
-that node's spot termination).
+node (`for host in hosts:` ... `f"node:{host}"`, in `.options(...)` or in
+`ray.remote(...)(Store)`), and a task or actor stored under the node it is pinned to
+(`listeners[ip] = watch.options(resources={f"node:{ip}": 0.01}).remote()`, a watcher of that
+node's spot termination).
 
 Test files (`test-files`) are not checked: a test pins work to a node of its own test cluster to
 control placement (where a shard is read, which node holds an object), and no node of that cluster
