@@ -311,10 +311,9 @@ design decision.
         func = site.node.func
         if site.loop is None:
             return False
-        if isinstance(func, cst.Attribute) and func.attr.value == "options":
-            remote = model.remote_def_of(func.value, site.scope, site.index)
-        else:  # `ray.remote(...)` itself, applied to a class of the module
-            remote = next((each for each in model.remote_defs if each.declared_at is site.node), None)
+        # what `.options(...)` is called on, or `ray.remote(...)` itself, applied to a class of the module
+        made = func.value if isinstance(func, cst.Attribute) and func.attr.value == "options" else site.node
+        remote = model.remote_def_of(made, site.scope, site.index)
         if remote is None or remote.kind != "actor":
             return False
         for name in iter_subtree(entry.key):
