@@ -484,11 +484,8 @@ class SemanticModel(PythonModel):
         elif isinstance(expr, cst.Attribute) and is_name(expr.value, "self"):  # written only as `self.workers = ...`
             function = scope.function
             info = self.function_info(function.node) if function is not None else None  # type: ignore[arg-type]
-            stores = self.self_stores(info.owner).get(expr.attr.value, []) if info is not None and info.owner is not None else []
-            if not stores or any(
-                store.kind != "assign" or store.value is None or not isinstance(store.target, cst.Attribute) or not is_name(store.target.value, "self")
-                for store in stores
-            ):
+            stores = self.self_assignments(info.owner, expr.attr.value) if info is not None and info.owner is not None else []
+            if not stores:
                 return None
             parts = [(store.value, store.scope, store.index) for store in stores]  # type: ignore[misc]
         actors = [self.actor_of_handles(part, where, when, _depth + 1) for part, where, when in parts]

@@ -567,6 +567,17 @@ class PythonModel:
                     found[target.attr.value].append(store)
         return found
 
+    def self_assignments(self, cls: ClassInfo, attribute: str) -> list[Store]:
+        """Every write to `self.<attribute>` in the class's methods, when each is a plain `self.x = value`;
+        empty when any is not (`self.x[k] = v`, `self.x += v`, an unpacking, `del`): what the attribute
+        may hold is then unknown."""
+        stores = self.self_stores(cls).get(attribute, [])
+        plain = all(
+            store.kind == "assign" and store.value is not None and isinstance(store.target, cst.Attribute) and is_name(store.target.value, "self")
+            for store in stores
+        )
+        return stores if plain else []
+
     def method(self, cls: ClassInfo, name: str) -> FunctionInfo | None:
         """The method `name` defined in the body of `cls` (the last definition wins, as in Python)."""
         methods = self._methods.get(id(cls))

@@ -415,3 +415,23 @@ def test_self_stores_index_writes_through_self_by_attribute() -> None:
     assert sorted(stores) == ["actors", "eval"]
     assert [model.source_of(s.target) for s in stores["actors"]] == ["self.actors", "self.actors[0]"]
     assert [model.function_info(s.scope.node).node.name.value for s in stores["eval"]] == ["__init__"]  # type: ignore[arg-type, union-attr]
+
+
+def test_self_assignments_are_known_only_when_every_write_is_a_plain_assignment() -> None:
+    model = model_of(
+        "class Worker:\n"
+        "    def __init__(self, a, b):\n"
+        "        self.actors = a\n"
+        "        self.table = {}\n"
+        "        self.count = 0\n"
+        "        self.config = b\n"
+        "        self.left, self.right = a, b\n"
+        "    def reset(self, c):\n"
+        "        self.actors = c\n"
+        "        self.table['k'] = 1\n"
+        "        self.count += 1\n"
+        "        self.config.config = c\n"
+    )
+    worker = model.classes[0]
+    assert [model.source_of(s.value) for s in model.self_assignments(worker, "actors")] == ["a", "c"]  # type: ignore[arg-type]
+    assert [name for name in ("table", "count", "config", "left", "missing") if model.self_assignments(worker, name)] == []

@@ -340,9 +340,8 @@ def _value_of(model: SemanticModel, expr: cst.BaseExpression, site: CallSite) ->
         return binding.value if binding is not None and binding.kind == "assign" else None
     if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self":
         owner = _own_class(model, site.scope)
-        stores = model.self_stores(owner).get(expr.attr.value, []) if owner is not None else []
-        only = stores[0] if len(stores) == 1 and stores[0].kind == "assign" else None
-        return only.value if only is not None and isinstance(only.target, cst.Attribute) and is_name(only.target.value, "self") else None
+        stores = model.self_assignments(owner, expr.attr.value) if owner is not None else []
+        return stores[0].value if len(stores) == 1 else None
     return None
 
 

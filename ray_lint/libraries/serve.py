@@ -131,8 +131,8 @@ class ServeFacts:
             owner = self.deployment_of_scope(scope)
             if owner is None or owner[1].owner is None:
                 return False
-            stores = model.self_stores(owner[1].owner).get(expr.attr.value, [])  # type: ignore[union-attr]
-            return bool(stores) and all(s.value is not None and self.is_handle(s.value, s.scope, s.index) for s in stores)
+            stores = model.self_assignments(owner[1].owner, expr.attr.value)
+            return bool(stores) and all(self.is_handle(s.value, s.scope, s.index) for s in stores)  # type: ignore[arg-type]
         return False
 
     def _handle_param(self, scope: Scope, param: cst.CSTNode) -> bool:
