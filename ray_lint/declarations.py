@@ -2,7 +2,8 @@
 
 ray-lint reads the project's own declaration of Ray, nearest first, from a file's directory up to the
 repository's top (a directory with `.git`): `pyproject.toml`, `requirements*.txt`, `setup.py`,
-`setup.cfg`, a `Dockerfile` or `Containerfile`, and in a notebook its own `!pip install` lines. This
+`setup.cfg`, a `Dockerfile` or `Containerfile`, a conda environment (`environment.yml`, `conda.yaml`,
+`*conda*.yml`), and in a notebook its own `!pip install` lines. This
 module only finds those files and keeps their text: the text is part of the settings' fingerprint, so
 a changed pin invalidates the cache, while a run whose files all hit the cache never parses a
 requirement (`ray_lint.ray_version` does, with `packaging`, when a rule needs the answer).
@@ -18,6 +19,9 @@ from pathlib import Path
 NOTEBOOK_INSTALL = "notebook"  # the file name a notebook's own `!pip install` lines go by
 # A word `ray` (not `array`, `ray-lint` or `ray_lint`): a file without one declares nothing about Ray.
 _RAY_WORD = re.compile(r"(?<![\w-])ray(?![\w-])")
+# Ray's packages on conda-forge: a conda environment may name one of these rather than `ray`.
+CONDA_RAY_PACKAGES = r"ray(?:-(?:core|default|all|air|data|train|tune|serve|rllib|client))?"
+_CONDA_RAY_WORD = re.compile(rf"(?<![\w-]){CONDA_RAY_PACKAGES}(?![\w-])")
 # A notebook's `!pip install ...` line; the group is what it installs.
 PIP_INSTALL = re.compile(r"^\s*[%!]\s*(?:python\d*\s+-m\s+)?(?:pip3?|uv\s+pip)\s+install\b(.*)$")
 
@@ -40,7 +44,14 @@ def may_declare(name: str) -> bool:
         name in ("pyproject.toml", "setup.py", "setup.cfg")
         or (lowered.startswith("requirements") and lowered.endswith(".txt"))
         or lowered.startswith(("dockerfile", "containerfile"))
+        or is_conda_environment(name)
     )
+
+
+def is_conda_environment(name: str) -> bool:
+    """Whether a file of this name is (by the names conda and MLflow give them) a conda environment."""
+    lowered = name.lower()
+    return lowered.endswith((".yml", ".yaml")) and ("conda" in lowered or lowered.startswith("environment"))
 
 
 class Declarations:
@@ -78,7 +89,7 @@ def _declaration(directory: Path, names: list[str]) -> Declaration | None:
             text = (directory / name).read_text(encoding="utf-8", errors="replace")
         except OSError:
             continue
-        if _RAY_WORD.search(text):
+        if _RAY_WORD.search(text) or (is_conda_environment(name) and _CONDA_RAY_WORD.search(text)):
             files.append((name, text))
     return Declaration(directory.name, tuple(files)) if files else None
 

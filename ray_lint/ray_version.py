@@ -4,8 +4,10 @@ A rule about an API that changed (a deprecation, an error added in some release)
 Ray a project runs. Every declaration of Ray in the nearest directory that has one must hold (their
 specifiers are intersected): `[project]` dependencies, optional dependencies and `[dependency-groups]`
 and Poetry's `ray = "^2.9"` in `pyproject.toml`; `requirements*.txt` and `setup.cfg` lines; the
-requirement strings of `setup.py`; `FROM rayproject/ray:2.9.0` (or `anyscale/ray:...`) in a
-`Dockerfile`; a notebook's `!pip install "ray[data]==2.2.0"`. `[tool.ray-lint] ray-version = ">=2.40"`
+requirement strings of `setup.py`; `FROM rayproject/ray:2.9.0` (or `anyscale/ray:...`) and
+`RUN pip install "ray==2.9.0"` in a `Dockerfile`; the items of a conda environment's dependencies
+(`- ray[air]==2.8.1` under `pip:`, conda's own `- ray-core=2.8.1`); a notebook's
+`!pip install "ray[data]==2.2.0"`. `[tool.ray-lint] ray-version = ">=2.40"`
 overrides what is read. Where nothing is declared, ray-lint assumes the Ray it checks against and
 later. (Code kept for other versions inside a file, under `if RAY_VERSION >= ...:`, is a Python fact:
 `PythonModel.version_gated`.)
@@ -25,7 +27,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
-from ray_lint.declarations import NOTEBOOK_INSTALL, PIP_INSTALL, Declaration
+from ray_lint.declarations import CONDA_RAY_PACKAGES, NOTEBOOK_INSTALL, PIP_INSTALL, Declaration, is_conda_environment
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -40,6 +42,11 @@ _IMAGE = re.compile(r"^\s*FROM\s+(?:--\S+\s+)*(?:\S+/)?(?:rayproject|anyscale)/r
 _WHEEL = re.compile(r"/ray-(\d+\.\d+\.\d+)[-.]")
 _POETRY_CARET = re.compile(r"^\^(\d+)(?:\.(\d+))?(?:\.(\d+))?$")
 _POETRY_TILDE = re.compile(r"^~(\d+)\.(\d+)(?:\.(\d+))?$")
+# A `pip install ...` command in a Dockerfile's `RUN` (continuation lines joined); the group is what it installs.
+_RUN_PIP_INSTALL = re.compile(r"\bpip3?\s+install\b([^&;|]*)")
+# A list item of a conda environment: `- ray[air]==2.8.1` (a pip requirement) or conda's `- ray-core=2.8.1`.
+_CONDA_ITEM = re.compile(r"^\s*-\s*[\"']?([^\"'#]+?)[\"']?\s*(?:#.*)?$")
+_CONDA_RAY = re.compile(rf"^{CONDA_RAY_PACKAGES}\s*=\s*(\d+(?:\.\d+)*)(?:\.\*)?$")
 
 
 class RayVersionError(ValueError):
@@ -115,7 +122,9 @@ def _specifiers(name: str, text: str) -> list[str]:
     if name == "setup.py":
         return _setup_py_specifiers(text)
     if name.lower().startswith(("dockerfile", "containerfile")):
-        return [f"=={version}" for version in _IMAGE.findall(text)]
+        return [f"=={version}" for version in _IMAGE.findall(text)] + _run_pip_install_specifiers(text)
+    if is_conda_environment(name):
+        return _conda_specifiers(text)
     found = (_ray_specifier(line.split("#", 1)[0].strip()) for line in text.splitlines())
     return [specifier for specifier in found if specifier is not None]
 
@@ -131,6 +140,33 @@ def _pip_install_specifiers(text: str) -> list[str]:
         except ValueError:
             continue
         found += [specifier for specifier in map(_ray_specifier, words) if specifier is not None]
+    return found
+
+
+def _run_pip_install_specifiers(text: str) -> list[str]:
+    """The Ray requirements of a Dockerfile's `pip install` commands."""
+    found: list[str] = []
+    for command in _RUN_PIP_INSTALL.findall(text.replace("\\\n", " ")):
+        try:
+            words = shlex.split(command)
+        except ValueError:
+            continue
+        found += [specifier for specifier in map(_ray_specifier, words) if specifier is not None]
+    return found
+
+
+def _conda_specifiers(text: str) -> list[str]:
+    """The Ray requirements among a conda environment's list items: pip's (`ray[air]==2.8.1`) and conda's
+    own match specifications (`ray-core=2.8.1` means 2.8.1 or any release under it)."""
+    found: list[str] = []
+    for line in text.splitlines():
+        item = _CONDA_ITEM.match(line)
+        if item is None:
+            continue
+        conda = _CONDA_RAY.match(item.group(1).strip())
+        specifier = f"=={conda.group(1)}.*" if conda else _ray_specifier(item.group(1).strip())
+        if specifier is not None:
+            found.append(specifier)
     return found
 
 

@@ -58,12 +58,15 @@ DATA_LOADERS = (
     "pandas.read_feather", "pandas.read_pickle", "pandas.read_hdf", "pandas.read_json", "pandas.read_table",
     "torch.load", "pickle.load", "joblib.load",
 )
+# The loaders whose result counts as large: not `pickle.load`, whose file holds a config or a tuning result as
+# often as data (a file read whole is still an expensive set-up, `DATA_LOADERS`).
+LARGE_LOADERS = tuple(name for name in DATA_LOADERS if name != "pickle.load")
 IN_MEMORY_FILES = frozenset({"io.StringIO", "io.BytesIO"})
 LOADER_TOKENS = ("load(", "loadtxt(", "genfromtxt(", "fromfile(", "read_")
 SIZE_TOKENS = (*ALLOCATION_TOKENS, *LOADER_TOKENS)  # a file without one holds nothing this module calls large
 LOADERS_OPTION = Option(
     "large-loaders",
-    list(DATA_LOADERS),
+    list(LARGE_LOADERS),
     "Qualified names of data loaders whose result counts as large, though its size is unknown; [] counts only "
     "sizes the code shows.",
 )

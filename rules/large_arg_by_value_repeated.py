@@ -75,9 +75,10 @@ an allocation with a literal shape (`np.zeros((5000, 5000))`, `torch.randn(4096,
 over `range(50)`, ...) of at least `large-object-mb` megabytes (10 by
 default, the size from which Ray warns about a large remote function), or a value whose line
 says `# ray-lint: large`. The result of a data loader (`np.load`, `pd.read_csv`,
-`pd.read_parquet`, `torch.load`, `pickle.load`, ...: the `large-loaders` option) counts as large
+`pd.read_parquet`, `torch.load`, `joblib.load`, ...: the `large-loaders` option) counts as large
 too, though its size is unknown, and the message says so; set `large-loaders = []` to count only
-sizes the code shows.
+sizes the code shows. `pickle.load` is not among them by default: a pickle holds a config or a
+tuning result as often as data.
 
 ## Why is this bad?
 Ray does not deduplicate arguments: every `.remote()` call serializes `X` again and, above
@@ -151,6 +152,11 @@ the file, inside a lambda or a class body, or when the loop does not start its o
             "import io\nimport ray\nimport pandas as pd\n\ndef score(csv_text, models):\n"
             "    frame = pd.read_csv(io.StringIO(csv_text))\n    return [m.predict.remote(frame) for m in models]\n",
             "a frame parsed from a request's text in memory, not loaded from a file",
+        ),
+        Valid(
+            "import pickle\nimport ray\n\nwith open(tune_path, 'rb') as handle:\n    best_config = pickle.load(handle)\n\n"
+            "actors = [Predictor.remote(data_ref, params=best_config) for _ in range(400)]\n",
+            "a pickle of tuning results: a pickle holds configs as often as data",
         ),
         Valid(
             "import ray\n\ndef forward(workers, batch):\n    return ray.get([w.forward.remote(batch) for w in workers])\n",

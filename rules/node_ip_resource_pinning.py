@@ -146,6 +146,7 @@ class NodeIpResourcePinning(Rule):
     message = "Work pinned to one node with a `node:<ip>` resource is not retried elsewhere if that node dies"
     severity = Severity.WARNING
     category = "fault-tolerance"
+    preview = True  # on real code its findings were pinning on purpose (a per-host probe, a controller's own placement)
     # A test that pins work to a node of its own multi-node test cluster does so to control placement (a
     # locality test), and no node of that cluster is meant to die.
     in_tests = False

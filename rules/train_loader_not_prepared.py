@@ -82,8 +82,11 @@ Measured with Ray 2.60 on 2 CPU workers: over a 16-sample loader each worker rea
 after `prepare_data_loader`, 8 each.
 
 ray-lint is silent for one-worker trainers, loaders given a sampler (a `DistributedSampler`, or
-a custom one that shards), loaders over `ray.train.get_dataset_shard(...)` data, and loaders built
-under a rank guard (evaluation on rank 0). A loader that a helper of the module builds and returns
+a custom one that shards), loaders over `ray.train.get_dataset_shard(...)` data, loaders built
+under a rank guard (evaluation on rank 0), and loaders handed to another library that shards them
+itself: Hugging Face Accelerate's `accelerator.prepare(model, optimizer, loader)` (Ray Train's
+Accelerate guide uses it instead of `prepare_data_loader`) or Lightning Fabric's
+`fabric.setup_dataloaders(loader)`; any `.prepare(...)` given the loader counts so. A loader that a helper of the module builds and returns
 (`loader = build_loader(batch_size)`) counts as built where the loop calls the helper, unless the
 helper prepares it itself or returns something else on another path.
 An `IterableDataset` that shards itself by rank is not recognised: mark such a line with
@@ -192,6 +195,19 @@ loader then needs `set_epoch` each epoch (RAY215).
             "TorchTrainer(train_func, scaling_config=ScalingConfig(num_workers=2), datasets={'train': ds}).fit()\n",
             "a helper's loader over a Ray Data shard",
         ),
+        Valid(
+            "from accelerate import Accelerator\nfrom torch.utils.data import DataLoader\nfrom ray.train import ScalingConfig\n"
+            "from ray.train.torch import TorchTrainer\n\n"
+            "def train_func(config):\n    accelerator = Accelerator(mixed_precision='fp16')\n"
+            "    train_loader = DataLoader(config['train'], batch_size=64, shuffle=True)\n"
+            "    eval_loader = DataLoader(config['eval'], batch_size=64)\n"
+            "    model, optimizer, train_loader, eval_loader = accelerator.prepare(\n"
+            "        config['model'], config['optimizer'], train_loader, eval_loader\n    )\n"
+            "    for epoch in range(config['epochs']):\n        for batch in train_loader:\n            pass\n"
+            "        for batch in eval_loader:\n            pass\n\n"
+            "TorchTrainer(train_func, scaling_config=ScalingConfig(num_workers=4, use_gpu=True)).fit()\n",
+            "Accelerate shards the loaders it prepares",
+        ),
     ]
     INVALID = [
         Invalid(
@@ -264,7 +280,7 @@ loader then needs `set_epoch` each epoch (RAY215).
 
 def _reads_whole(model: SemanticModel, loop: TrainLoop, loader: TorchLoader) -> bool:
     """Iterated, with nothing that splits it across workers, and not built for rank 0 alone."""
-    if loader.prepared or loader.sampler is not None or not loader.reads:
+    if loader.prepared or loader.taken_over or loader.sampler is not None or not loader.reads:
         return False
     if rank_guard(model, loop.function, loader.got.node) is not None:
         return False

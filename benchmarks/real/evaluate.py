@@ -43,7 +43,7 @@ MARK_LINES = 3
 # What ray-lint reads: sources, notebooks, what decides which of them it skips, and the files that
 # declare the Ray a project runs (`ray_lint.declarations.may_declare`).
 KEPT_SUFFIXES = (".py", ".pyi", ".ipynb", ".gitignore", "pyproject.toml")
-EXTRACTION = "2"  # bumped when what is kept changes, so that extracted trees are exported afresh
+EXTRACTION = "3"  # bumped when what is kept changes, so that extracted trees are exported afresh
 
 
 @dataclass(frozen=True)

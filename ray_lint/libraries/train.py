@@ -41,6 +41,10 @@ RANK_CALLS = frozenset({
 })
 DATA_LOADERS = frozenset({"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"})
 PREPARE_LOADER = frozenset({"ray.train.torch.prepare_data_loader", "ray.train.torch.train_loop_utils.prepare_data_loader"})
+# Other libraries' calls (by their last name, whatever the receiver) that take a loader over and shard it across the
+# workers themselves: Accelerate's `accelerator.prepare(model, optimizer, loader)` and `prepare_data_loader`,
+# Lightning Fabric's `fabric.setup_dataloaders(loader)`.
+SHARDING_PREPARERS = frozenset({"prepare", "prepare_data_loader", "setup_dataloaders"})
 RANK_WORDS = ("rank",)  # a test that reads a name or attribute with one of these words is a rank guard
 
 
@@ -63,6 +67,7 @@ class TorchLoader:
     got: CallSite  # where the loop's body gets it: `built` itself, or the call of the helper that returns it
     names: frozenset[str]  # the loop's names for it, the `prepare_data_loader(...)` result's included
     prepared: bool  # handed to `ray.train.torch.prepare_data_loader`
+    taken_over: bool  # handed to another library's preparation, which shards it (`accelerator.prepare`)
     sampler: cst.BaseExpression | None  # `sampler=` or `batch_sampler=`, as written
     # Where the loop reads it: the iterable of a `for` over it, or a call of one of its helpers given it;
     # with the loop that holds that place (the epoch loop), None when it is read once.
@@ -117,17 +122,22 @@ class TrainFacts:
             built = site if model.call_name(site) in DATA_LOADERS else self._loader_returned(loop, site)
             if built is None:
                 continue
-            names, prepared = set(_assigned_names(site.statement, site.node)), False
+            names, prepared, taken_over = set(_assigned_names(site.statement, site.node)), False, False
             for other in calls:  # `loader = prepare_data_loader(loader)`, or of the call itself
-                if model.call_name(other) not in PREPARE_LOADER or not other.node.args:
+                handed = [
+                    position for position, arg in enumerate(other.node.args)
+                    if arg.value is site.node or (isinstance(arg.value, cst.Name) and arg.value.value in names)
+                ]
+                if not handed:
                     continue
-                given = other.node.args[0].value
-                if given is site.node or (isinstance(given, cst.Name) and given.value in names):
+                if model.call_name(other) in PREPARE_LOADER and handed[0] == 0:
                     prepared = True
                     names |= _assigned_names(other.statement, other.node)
+                elif isinstance(other.node.func, cst.Attribute) and other.node.func.attr.value in SHARDING_PREPARERS:
+                    taken_over = True
             if names:
                 sampler = keyword_value(built.node, "sampler") or keyword_value(built.node, "batch_sampler")
-                loaders.append(TorchLoader(built, site, frozenset(names), prepared, sampler, self._reads(loop, names)))
+                loaders.append(TorchLoader(built, site, frozenset(names), prepared, taken_over, sampler, self._reads(loop, names)))
         return loaders
 
     def _loader_returned(self, loop: TrainLoop, site: CallSite) -> CallSite | None:
