@@ -23,6 +23,6 @@ def tokenize_all(lines: list[str]) -> list[list[str]]:
 
 if __name__ == "__main__":
     ray.init()
-    text = ["The quick brown fox", "jumps over", "the lazy dog"] * 10
+    text = ["The quick brown fox", "jumps over", "the lazy dog"] * 40
     print(count_words([text[i : i + 3] for i in range(0, len(text), 3)]))
     print(len(tokenize_all(text)))
