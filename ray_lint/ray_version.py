@@ -130,29 +130,22 @@ def _specifiers(name: str, text: str) -> list[str]:
 
 
 def _pip_install_specifiers(text: str) -> list[str]:
-    found: list[str] = []
-    for line in text.splitlines():
-        match = PIP_INSTALL.match(line)
-        if match is None:
-            continue
-        try:
-            words = shlex.split(match.group(1))
-        except ValueError:
-            continue
-        found += [specifier for specifier in map(_ray_specifier, words) if specifier is not None]
-    return found
+    """The Ray requirements of a notebook's `!pip install` lines."""
+    return [specifier for line in text.splitlines() if (match := PIP_INSTALL.match(line)) for specifier in _installed(match.group(1))]
 
 
 def _run_pip_install_specifiers(text: str) -> list[str]:
     """The Ray requirements of a Dockerfile's `pip install` commands."""
-    found: list[str] = []
-    for command in _RUN_PIP_INSTALL.findall(text.replace("\\\n", " ")):
-        try:
-            words = shlex.split(command)
-        except ValueError:
-            continue
-        found += [specifier for specifier in map(_ray_specifier, words) if specifier is not None]
-    return found
+    return [specifier for command in _RUN_PIP_INSTALL.findall(text.replace("\\\n", " ")) for specifier in _installed(command)]
+
+
+def _installed(arguments: str) -> list[str]:
+    """The Ray requirements among the arguments of one `pip install`."""
+    try:
+        words = shlex.split(arguments)
+    except ValueError:
+        return []
+    return [specifier for specifier in map(_ray_specifier, words) if specifier is not None]
 
 
 def _conda_specifiers(text: str) -> list[str]:

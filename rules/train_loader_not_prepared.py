@@ -86,9 +86,10 @@ a custom one that shards), loaders over `ray.train.get_dataset_shard(...)` data,
 under a rank guard (evaluation on rank 0), and loaders handed to another library that shards them
 itself: Hugging Face Accelerate's `accelerator.prepare(model, optimizer, loader)` (Ray Train's
 Accelerate guide uses it instead of `prepare_data_loader`) or Lightning Fabric's
-`fabric.setup_dataloaders(loader)`; any `.prepare(...)` given the loader counts so. A loader that a helper of the module builds and returns
-(`loader = build_loader(batch_size)`) counts as built where the loop calls the helper, unless the
-helper prepares it itself or returns something else on another path.
+`fabric.setup_dataloaders(loader)`; any `.prepare(...)` given the loader counts so. A loader that
+a helper of the module builds and returns (`loader = build_loader(batch_size)`) counts as built
+where the loop calls the helper, unless the helper prepares it itself or returns something else
+on another path.
 An `IterableDataset` that shards itself by rank is not recognised: mark such a line with
 `# noqa: RAY214`.
 
