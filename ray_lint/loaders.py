@@ -36,10 +36,19 @@ MODEL_LOADER_METHODS = frozenset({"from_pretrained"})
 # The loaders of `MODEL_LOADERS` that build a neural network (an LLM, a diffusion pipeline, a vision net).
 NEURAL_MODEL_LOADERS = frozenset({
     "transformers.pipeline", "torch.hub.load", "sentence_transformers.SentenceTransformer", "whisper.load_model",
-    "vllm.LLM", "ultralytics.YOLO",
+    "vllm.LLM", "ultralytics.YOLO", "timm.create_model",
 })
+# Modules whose classes (Keras) or functions (torchvision) build a vision network: `MobileNetV2(weights=
+# "imagenet")`, `torchvision.models.resnet50(weights=...)`.
+KERAS_APPLICATIONS = ("tensorflow.keras.applications.", "keras.applications.")
+TORCHVISION_MODELS = "torchvision.models."
+# Functions of `torchvision.models` that do not build a network.
+TORCHVISION_NOT_MODELS = frozenset({"get_weight", "get_model_weights", "list_models"})
 # Text a file needs to load a neural model in one of the ways `loads_neural_model` knows.
-NEURAL_MODEL_TOKENS = ("from_pretrained", "pipeline", "hub", "SentenceTransformer", "load_model", "LLM", "YOLO", "Model.load")
+NEURAL_MODEL_TOKENS = (
+    "from_pretrained", "pipeline", "hub", "SentenceTransformer", "load_model", "LLM", "YOLO", "Model.load", "create_model",
+    "applications", "torchvision",
+)
 # Classes whose `from_pretrained` loads something small beside a model: tokenizers, configs, processors.
 NOT_MODELS = ("Tokenizer", "Config", "Processor", "FeatureExtractor")
 
@@ -47,8 +56,9 @@ NOT_MODELS = ("Tokenizer", "Config", "Processor", "FeatureExtractor")
 def loads_neural_model(model: SemanticModel, call: cst.Call) -> bool:
     """Whether the call builds a neural network from its weights, one whose forward pass takes tens of
     milliseconds or more: one of `NEURAL_MODEL_LOADERS`, a `from_pretrained` of a model class (not of a
-    tokenizer or a config), or `SomeModel.load(...)` (Ludwig). Classic models (XGBoost, scikit-learn through
-    MLflow or joblib) and Keras files of any size are left out: a prediction of theirs may take a millisecond."""
+    tokenizer or a config), `SomeModel.load(...)` (Ludwig), or a vision network's constructor (a Keras
+    application, a `torchvision.models` builder). Classic models (XGBoost, scikit-learn through MLflow or
+    joblib) and Keras files of any size are left out: a prediction of theirs may take a millisecond."""
     func = call.func
     if isinstance(func, cst.Attribute):
         receiver = dotted_name(func.value) or ""
@@ -58,4 +68,12 @@ def loads_neural_model(model: SemanticModel, call: cst.Call) -> bool:
         if func.attr.value == "load" and last.endswith("Model"):
             return True
     site = model.call_site(call)
-    return site is not None and model.call_name(site) in NEURAL_MODEL_LOADERS
+    name = model.call_name(site) if site is not None else None
+    if name is None:
+        return False
+    last = name.rpartition(".")[2]
+    if name.startswith(KERAS_APPLICATIONS):
+        return last[:1].isupper()  # a class (`MobileNetV2`), not `preprocess_input`
+    if name.startswith(TORCHVISION_MODELS):
+        return name.count(".") == 2 and last[:1].islower() and last not in TORCHVISION_NOT_MODELS
+    return name in NEURAL_MODEL_LOADERS

@@ -126,6 +126,12 @@ def iter_subtree(node: cst.CSTNode, *, into_functions: bool = True) -> Iterator[
         stack.extend(reversed(list(child_nodes(current))))
 
 
+def is_generator(function: cst.FunctionDef) -> bool:
+    """Whether the function's own body yields (nested functions, lambdas and classes do not count): calling
+    it runs none of its body, and an `async def` that yields is an async generator."""
+    return any(isinstance(node, cst.Yield) for node in iter_subtree(function.body, into_functions=False))
+
+
 def comments_in(node: cst.CSTNode) -> list[str]:
     """Every comment inside `node`, in order. A walk of all children, whitespace included, which the
     other walks skip: call it only for code that holds a `#`."""
@@ -346,6 +352,10 @@ class FunctionInfo:
     @property
     def is_async(self) -> bool:
         return self.node.asynchronous is not None
+
+    @property
+    def is_generator(self) -> bool:
+        return is_generator(self.node)
 
 
 @dataclass(eq=False, repr=False)

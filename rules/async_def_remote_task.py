@@ -7,14 +7,8 @@ import libcst as cst
 from ray_lint.diagnostics import Severity
 from ray_lint.experiment import Plan, ReproductionExperiment, Subject, Variant, script
 from ray_lint.model import RemoteDef, SemanticModel
-from ray_lint.python_model import iter_subtree
+from ray_lint.python_model import is_generator
 from ray_lint.rule import REMOTE_MADE, Context, Invalid, Rule, Valid
-
-
-def _is_async_generator(node: cst.FunctionDef) -> bool:
-    """Whether the function's own body yields (nested functions, lambdas and classes do not count):
-    an `async def` that yields is an async generator, which Ray accepts as a streaming task."""
-    return any(isinstance(child, cst.Yield) for child in iter_subtree(node.body, into_functions=False))
 
 
 def _applied_to_the_function(remote: RemoteDef) -> bool:
@@ -220,7 +214,7 @@ on how the function is used.
             target = remote.target
             if remote.kind != "task" or not isinstance(target, cst.FunctionDef) or target.asynchronous is None:
                 continue
-            if _is_async_generator(target) or not _applied_to_the_function(remote):
+            if is_generator(target) or not _applied_to_the_function(remote):  # an async generator is a streaming task
                 continue
             if _in_actor_class(model, remote, actors):
                 continue  # a method of an actor class is run by the actor, whatever the decorator says

@@ -18,6 +18,7 @@ from ray_lint.python_model import (
     CallSite,
     FunctionInfo,
     child_nodes,
+    iter_subtree,
     names_read,
     target_names,
 )
@@ -91,8 +92,7 @@ class _Setups:
 
 
 def _caches(node: cst.FunctionDef | cst.Lambda) -> bool:
-    """A function that caches what it builds: behind `@lru_cache`/`@cache`, or through a `global` or
-    `nonlocal` it initializes lazily (`global _model; if _model is None: _model = load()`)."""
+    """A function that caches what it builds: behind `@lru_cache`/`@cache`."""
     if isinstance(node, cst.Lambda):
         return False
     for decorator in node.decorators:
@@ -100,30 +100,33 @@ def _caches(node: cst.FunctionDef | cst.Lambda) -> bool:
         name = target.attr.value if isinstance(target, cst.Attribute) else target.value if isinstance(target, cst.Name) else ""
         if name in ("lru_cache", "cache", "cached"):
             return True
-    return any(isinstance(n, (cst.Global, cst.Nonlocal)) for n in _own_nodes(node.body))
+    return False
 
 
-def _own_nodes(root: cst.CSTNode) -> list[cst.CSTNode]:
-    """The nodes of a function's body, not those of functions, lambdas or classes nested in it."""
-    found: list[cst.CSTNode] = []
-    stack = [root]
-    while stack:
-        node = stack.pop()
-        found.append(node)
-        stack.extend(c for c in child_nodes(node) if not isinstance(c, (cst.FunctionDef, cst.Lambda, cst.ClassDef)))
-    return found
+def _outer_names(node: cst.FunctionDef | cst.Lambda) -> set[str]:
+    """The names the function declares `global` or `nonlocal`: what it stores there outlives the call."""
+    return {
+        item.name.value
+        for current in iter_subtree(node.body, into_functions=False)
+        if isinstance(current, (cst.Global, cst.Nonlocal))
+        for item in current.names
+    }
 
 
 def _unconditional_calls(node: cst.FunctionDef | cst.Lambda) -> list[cst.Call]:
     """The calls that run on every call of the function: not under an `if`, a conditional expression or
-    a `try`, nor stored into a cache (`CACHE[key] = load()`, `self.model = load()`)."""
+    a `try`, nor stored into a cache (`CACHE[key] = load()`, `self.model = load()`, or a `global` or
+    `nonlocal` name: `_model = _model or load()`)."""
+    outer = _outer_names(node)
     found: list[cst.Call] = []
     stack: list[cst.CSTNode] = [node.body]
     while stack:
         current = stack.pop()
         if isinstance(current, (cst.FunctionDef, cst.Lambda, cst.ClassDef, cst.If, cst.IfExp, cst.Try, cst.While)):
             continue
-        if isinstance(current, cst.Assign) and any(isinstance(t.target, (cst.Subscript, cst.Attribute)) for t in current.targets):
+        if isinstance(current, cst.Assign) and any(
+            isinstance(t.target, (cst.Subscript, cst.Attribute)) or target_names(t.target) & outer for t in current.targets
+        ):
             continue
         if isinstance(current, cst.Call):
             found.append(current)
@@ -138,7 +141,7 @@ def _from_parameters(node: cst.FunctionDef | cst.Lambda) -> set[str]:
     tainted = {p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)}
     tainted |= {p.name.value for p in (params.star_arg, params.star_kwarg) if isinstance(p, cst.Param)}
     flows: list[tuple[set[str], set[str]]] = []  # (names bound, names read to compute them)
-    for current in _own_nodes(node.body):
+    for current in iter_subtree(node.body, into_functions=False):
         if isinstance(current, cst.Assign):
             bound = set().union(*(target_names(t.target) for t in current.targets))
             flows.append((bound, names_read(current.value)))
@@ -267,8 +270,10 @@ run); the gap grows with the load time, and real weights take seconds, not 0.05 
 a class deployment that loads in `__init__`.
 
 ray-lint is silent when the load cannot run on every call: under an `if`, a conditional
-expression or a `try`, stored into a cache (`CACHE[key] = load()`), or in a function that keeps
-it in a `global` or `nonlocal` (lazy initialisation) or is decorated with `@lru_cache`/`@cache`.
+expression or a `try`, stored into a cache (`CACHE[key] = load()`) or into a `global` or
+`nonlocal` name (lazy initialisation: `_model = _model or load()`), or in a function decorated
+with `@lru_cache`/`@cache`. A `global` that holds something else (the last good row) does not
+make the function's loads a cache.
 It is also silent when the loader's arguments come from the row or batch (`torch.load(row["path"])`
 loads the row's own data: that is the work, not setup), for classes (the fix), and for functions
 imported from other modules. A class Serve deployment is not checked: its `__init__` is the fix.
@@ -319,6 +324,11 @@ There is no fix: the function becomes a class, whose name and pool size are the 
             "import ray\nimport torch\n\n_model = None\n\ndef predict(batch):\n    global _model\n    if _model is None:\n"
             "        _model = torch.load('model.pt')\n    return _model(batch)\n\nds = ray.data.range(10).map_batches(predict)\n",
             "a lazily initialised module-level cache",
+        ),
+        Valid(
+            "import ray\nimport torch\n\n_model = None\n\ndef predict(batch):\n    global _model\n"
+            "    _model = _model or torch.load('model.pt')\n    return _model(batch)\n\nds = ray.data.range(10).map_batches(predict)\n",
+            "a module-level cache filled with `or`",
         ),
         Valid(
             "import ray\nimport torch\n\ndef load(row):\n    row['tensor'] = torch.load(row['path'])\n    return row\n\n"
@@ -374,6 +384,14 @@ There is no fix: the function becomes a class, whose name and pool size are the 
         ),
     ]
     INVALID = [
+        Invalid(
+            "import ray\nfrom transformers import VideoMAEImageProcessor\n\nlast_good_row = None\n\ndef preprocess(row):\n"
+            "    global last_good_row\n    processor = VideoMAEImageProcessor.from_pretrained('MCG-NJU/videomae-base')\n"
+            "    row['video'] = processor(row['frames'])\n    last_good_row = row\n    return row\n\n"
+            "ds = ray.data.read_binary_files('videos/').map(preprocess)\n",
+            13,
+            note="a `global` that keeps something else: the processor is still loaded per row",
+        ),
         Invalid(
             "import ray\nfrom transformers import AutoModel\n\ndef embed(batch):\n"
             "    model = AutoModel.from_pretrained('bert-base-uncased')\n    return model(batch)\n\n"

@@ -20,6 +20,7 @@ from ray_lint.python_model import (
     Scope,
     block_statements,
     child_nodes,
+    is_generator,
     is_name,
     iter_subtree,
     literal_number,
@@ -48,11 +49,6 @@ def target_function(model: SemanticModel, submission: Submission) -> cst.Functio
         method = model.method(remote.cls, submission.method)
         return method.node if method is not None else None
     return None
-
-
-def is_generator(function: cst.FunctionDef) -> bool:
-    """Whether the function's own body yields (nested functions and lambdas do not count)."""
-    return any(isinstance(node, (cst.Yield,)) for node in iter_subtree(function.body, into_functions=False))
 
 
 def submitted_call(model: SemanticModel, expr: cst.BaseExpression, scope: Scope, at: int) -> cst.Call | None:

@@ -315,7 +315,7 @@ when an exception in the task is raised relative to the values already stored.
             return
         threshold = threshold_bytes(self.settings)
         for function, values in _multi_return_functions(model):
-            if _is_generator(function):
+            if function.is_generator:
                 continue
             for returned in _large_returns(model, function, threshold):
                 count = returned.count
@@ -386,10 +386,6 @@ def _counts(given: list[cst.BaseExpression]) -> list[int | str]:
         else:
             return []
     return values
-
-
-def _is_generator(function: FunctionInfo) -> bool:
-    return any(isinstance(node, cst.Yield) for node in iter_subtree(function.node.body, into_functions=False))
 
 
 def _large_returns(model: SemanticModel, function: FunctionInfo, threshold: int) -> Iterator[_Returned]:

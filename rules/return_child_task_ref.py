@@ -260,7 +260,7 @@ its callers get back, and submitting from the caller moves code across processes
             if remote.kind != "task" or not isinstance(remote.target, cst.FunctionDef):
                 continue
             info = model.function_info(remote.target)
-            if info is None or info.owner is not None or _is_generator(info.node) or _typed_as_ref(model, info.node):
+            if info is None or info.owner is not None or info.is_generator or _typed_as_ref(model, info.node):
                 continue
             for child in self._returned_children(model, info):
                 ctx.report(
@@ -302,10 +302,6 @@ its callers get back, and submitting from the caller moves code across processes
             if children and all(id(node) in allowed for node in _names_in(info.node.body, name)):
                 found.extend(children)
         return found
-
-
-def _is_generator(function: cst.FunctionDef) -> bool:
-    return any(isinstance(node, cst.Yield) for node in iter_subtree(function.body, into_functions=False))
 
 
 def _typed_as_ref(model: SemanticModel, function: cst.FunctionDef) -> bool:

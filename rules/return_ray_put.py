@@ -26,10 +26,6 @@ def _own_returns(function: cst.FunctionDef) -> Iterator[cst.Return]:
             yield node
 
 
-def _is_generator(function: cst.FunctionDef) -> bool:
-    return any(isinstance(node, cst.Yield) for node in iter_subtree(function.body, into_functions=False))
-
-
 def _returned_items(value: cst.BaseExpression) -> list[cst.BaseExpression]:
     """What a `return` hands back: the value, or each item of a tuple or list display."""
     if isinstance(value, (cst.Tuple, cst.List)):
@@ -49,6 +45,13 @@ def _names_in(node: cst.CSTNode, name: str) -> Iterator[cst.Name]:
     for inner in iter_subtree(node):
         if isinstance(inner, cst.Name) and inner.value == name:
             yield inner
+
+
+def _read_from_self(value: cst.BaseExpression) -> bool:
+    """Whether a returned value is read from the instance (`self.ready.pop(0)`, `self.refs[key]`)."""
+    while isinstance(value, (cst.Call, cst.Attribute, cst.Subscript)):
+        value = value.func if isinstance(value, cst.Call) else value.value
+    return isinstance(value, cst.Name) and value.value == "self"
 
 
 def _mentions_object_ref(model: SemanticModel, annotation: cst.Annotation | None) -> bool:
@@ -123,6 +126,9 @@ ray-lint is silent for:
 - a ref the function also uses for anything else (passes to another task, gets, logs, keeps
   in `self`), and a ref kept in actor state (`self.ref = ray.put(x); return self.ref`): an actor
   that puts a value once and hands out the same ref is a deliberate cache;
+- a method that also returns something it reads from the actor (`return self.ready.pop(0)`): it
+  hands out refs the actor put ahead (a prefetcher), and its fallback's `ray.put` keeps the
+  contract that its callers, who get twice, rely on;
 - `ray.put(value, _owner=...)` or any other keyword (an explicit ownership transfer or a
   tensor transport);
 - refs that came in as arguments (a pass-through), and returns of nested functions;
@@ -165,6 +171,12 @@ need `num_returns` or a generator), or when the function is annotated to return 
 
     VALID = [
         Valid("import ray\n@ray.remote\ndef f(n):\n    return list(range(n))\n", "returns the value"),
+        Valid(
+            "import ray\n\n@ray.remote\nclass Prefetcher:\n    def __init__(self):\n        self.ready = []\n\n"
+            "    def next_batch(self):\n        if not self.ready:\n            batch_ref = ray.put(self.sample())\n"
+            "            return batch_ref\n        return self.ready.pop(0)\n",
+            "the method hands out refs the actor put ahead; the fallback's put keeps that contract",
+        ),
         Valid(
             "import ray\n@ray.remote\ndef f(x):\n    ref = ray.put(x)\n    return ray.get(g.remote(ref))\n",
             "the ref is handed to a child task, the value is returned",
@@ -252,14 +264,17 @@ need `num_returns` or a generator), or when the function is annotated to return 
             return
         for remote in model.remote_defs:
             for info in model.remote_functions(remote):
-                if not _is_generator(info.node):
+                if not info.is_generator:
                     self._check_function(ctx, info)
 
     def _check_function(self, ctx: Context, info: FunctionInfo) -> None:
         model = ctx.model
         typed_as_ref = _mentions_object_ref(model, info.node.returns)
+        returns = list(_own_returns(info.node))
+        if any(_read_from_self(statement.value) for statement in returns if statement.value is not None):
+            return  # it hands out what the actor holds (refs it put ahead); a fresh put keeps that contract
         returned_names: dict[str, list[tuple[cst.Name, Shape]]] = {}
-        for statement in _own_returns(info.node):
+        for statement in returns:
             assert statement.value is not None
             items = _returned_items(statement.value)
             shape: Shape = "whole" if len(items) == 1 and items[0] is statement.value else "item"

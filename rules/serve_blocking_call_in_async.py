@@ -102,12 +102,17 @@ deployment), a call that holds the replica's event loop:
 - a neural network's inference, on an attribute that holds one loaded in the class
   (`self.model = AutoModelForCausalLM.from_pretrained(...)`, `transformers.pipeline(...)`,
   `torch.hub.load(...)`, `SentenceTransformer(...)`, `whisper.load_model(...)`, `vllm.LLM(...)`,
-  `ultralytics.YOLO(...)`, `SomeModel.load(...)`, followed through `.to(device)`, `.eval()` and
-  wrappers such as `torch.compile(model)`): a call of the attribute, or its `generate`, `predict`,
+  `ultralytics.YOLO(...)`, `timm.create_model(...)`, a Keras application such as
+  `MobileNetV2(weights="imagenet")`, a `torchvision.models` builder such as `resnet50(...)`,
+  `SomeModel.load(...)`, followed through `.to(device)`, `.eval()` and wrappers such as
+  `torch.compile(model)`): a call of the attribute, or its `generate`, `predict`,
   `predict_proba`, `forward`, `encode`, `transcribe`, `infer` or `run`;
 - a call of a synchronous helper that does one of those whenever it runs: a function of the
   module (`fetch_page(term)`) or a method of the same class (`self.generate(text)`), followed two
-  calls deep. The message names the helper and the line where the blocking happens.
+  calls deep. The message names the helper and the line where the blocking happens. A generator
+  helper runs only as it is iterated: its call counts where the coroutine iterates it (`for`,
+  `list(...)`, `sum(...)`), not where it is handed to a `StreamingResponse`, which iterates a
+  synchronous generator in a worker thread.
 
 ## Why is this bad?
 A Serve replica runs the async methods of its deployment as coroutines on one event loop, up
@@ -251,6 +256,13 @@ make the method a plain `def` (Serve runs it in its thread pool), or
             "            await client.send()\n",
             "a private method of self whose name ends in _sync is not an API's blocking twin",
         ),
+        Valid(
+            "import time\nfrom ray import serve\nfrom starlette.responses import StreamingResponse\n\n@serve.deployment\n"
+            "class Streamer:\n    def numbers(self, count):\n        for i in range(count):\n            yield str(i)\n"
+            "            time.sleep(0.1)\n\n    async def __call__(self, request):\n"
+            "        return StreamingResponse(self.numbers(10), media_type='text/plain')\n",
+            "a generator's call runs none of its body: Starlette iterates a sync generator in a worker thread",
+        ),
     ]
     INVALID = [
         Invalid(
@@ -318,6 +330,21 @@ make the method a plain `def` (Serve runs it in its thread pool), or
             "    async def submit(self, payload):\n        return self.adapter.enqueue_task_sync('process', args=[payload]).id\n",
             10,
             note="the blocking twin of enqueue_task_async",
+        ),
+        Invalid(
+            "import time\nfrom ray import serve\n\n@serve.deployment\nclass Poller:\n    def readings(self, count):\n"
+            "        for i in range(count):\n            time.sleep(0.5)\n            yield i\n\n"
+            "    async def __call__(self, request):\n        return sum(self.readings(4))\n",
+            12,
+            note="a generator helper that the coroutine iterates there and then",
+        ),
+        Invalid(
+            "from ray import serve\nfrom tensorflow.keras.applications.mobilenet_v2 import MobileNetV2\n\n"
+            "@serve.deployment\nclass Classifier:\n    def __init__(self):\n"
+            "        self.model = MobileNetV2(weights='imagenet')\n\n"
+            "    async def __call__(self, pixels):\n        return self.model.predict(pixels)\n",
+            10,
+            note="a Keras application: a vision network",
         ),
     ]
 

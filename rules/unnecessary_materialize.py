@@ -9,7 +9,7 @@ import libcst as cst
 from ray_lint.diagnostics import Applicability, Severity
 from ray_lint.experiment import Experiment, Plan, Subject, Variant, script, timed
 from ray_lint.libraries import DATA_TOKENS
-from ray_lint.libraries.data import DATASET_TRANSFORMS, DatasetFacts
+from ray_lint.libraries.data import ALL_TO_ALL_TRANSFORMS, DATASET_TRANSFORMS, DatasetFacts
 from ray_lint.model import SemanticModel
 from ray_lint.python_model import (
     AFTER_ALL,
@@ -58,7 +58,7 @@ class _Chain:
         while isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value in STREAMING_TRANSFORMS:
             expr = expr.func.value
         if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "materialize":
-            if expr.args or not self.facts.is_dataset(expr.func.value, scope, at):
+            if expr.args or not self.facts.is_dataset(expr.func.value, scope, at) or self._after_barrier(expr.func.value, scope, at):
                 return None
             return expr
         if not isinstance(expr, cst.Name) or hops > 4:
@@ -69,6 +69,15 @@ class _Chain:
         if binding.scope is not scope or binding.loop is not loop or not self._read_once(binding):
             return None
         return self._back_to_materialize(binding.value, scope, binding.index, binding.loop, hops + 1)
+
+    def _after_barrier(self, expr: cst.BaseExpression, scope: Scope, at: int) -> bool:
+        """Whether the dataset comes straight out of an all-to-all transform (`ds.repartition(8)`, or a
+        name bound to one), which makes every block before it hands on the first: a `materialize()`
+        after it adds no wait, and the object store holds every block at that barrier either way."""
+        if isinstance(expr, cst.Name):
+            binding = self.model.reaching_binding(expr.value, scope, at)
+            expr = binding.value if binding is not None and binding.kind == "assign" and binding.value is not None else expr
+        return isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value in ALL_TO_ALL_TRANSFORMS
 
     def _read_once(self, binding: Binding) -> bool:
         """Whether the value a binding gives its name is read once: one read of the name before the next
@@ -152,7 +161,9 @@ ray-lint is silent when the materialized dataset is read twice or more (`count()
 `iter_batches()`), read in a loop that it was made outside of (epochs), returned, passed to
 another function (a trainer may iterate it per epoch), stored in a container or an attribute,
 or when `materialize()` is a statement of its own (run for its side effects, or to time the
-pipeline).
+pipeline). It is also silent for a `materialize()` straight after an all-to-all transform
+(`repartition`, `random_shuffle`, `sort`, `randomize_block_order`): that barrier makes every block
+before it hands on the first, so the wait and the full object store are there either way.
 
 ## Example
 ```python
@@ -179,6 +190,11 @@ iteration rather than at the `materialize()` line, and the UDFs run as the consu
 """
 
     VALID = [
+        Valid(
+            "import ray\n\nds = ray.data.read_json('clips.jsonl')\n"
+            "ds.repartition(8).materialize().write_parquet('out')\n",
+            "straight after an all-to-all transform, which makes every block before it hands one on",
+        ),
         Valid(
             "import ray\n\nds = ray.data.read_parquet('p').map_batches(prep).materialize()\nfor epoch in range(3):\n"
             "    for batch in ds.iter_batches():\n        step(batch)\n",

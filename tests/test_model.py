@@ -435,3 +435,14 @@ def test_self_assignments_are_known_only_when_every_write_is_a_plain_assignment(
     worker = model.classes[0]
     assert [model.source_of(s.value) for s in model.self_assignments(worker, "actors")] == ["a", "c"]  # type: ignore[arg-type]
     assert [name for name in ("table", "count", "config", "left", "missing") if model.self_assignments(worker, name)] == []
+
+
+def test_a_generator_is_a_function_whose_own_body_yields() -> None:
+    model = model_of(
+        "def numbers(k):\n    for i in range(k):\n        yield i\n\n"
+        "async def stream():\n    yield 1\n\n"
+        "def outer():\n    def inner():\n        yield 1\n    return inner\n\n"
+        "def plain():\n    return [x for x in range(3)]\n"
+    )
+    generators = {info.node.name.value: info.is_generator for info in model.functions}
+    assert generators == {"numbers": True, "stream": True, "outer": False, "inner": True, "plain": False}

@@ -10,7 +10,10 @@ A call stalls the loop when it is:
   `loaders.loads_neural_model` says which loaders count);
 - a call of a synchronous helper of the module that does one of those whenever it runs: a module-level
   function (`fetch_page(term)`) or a method of the coroutine's own class (`self.generate(text)`),
-  followed to `MAX_HELPER_DEPTH` calls.
+  followed to `MAX_HELPER_DEPTH` calls. A generator helper's body runs only as it is iterated: its call
+  counts where the caller iterates it there and then (`for n in self.numbers(k)`, `list(...)`), not where
+  the generator is handed on (`StreamingResponse(self.numbers(k))`: Starlette iterates a synchronous one
+  in a worker thread).
 
 A call counts only where it runs whenever its function does, on the loop's thread: not in an `except`
 block (a fallback), not awaited (then it is a coroutine), and not in a nested function or lambda (a worker
@@ -42,6 +45,8 @@ INFERENCE_METHODS = frozenset({"generate", "predict", "predict_proba", "forward"
 # Methods that move or configure a model and return it: `from_pretrained(...).to(device).eval()`.
 MODEL_SETUP_METHODS = frozenset({"to", "eval", "cuda", "cpu", "half", "float", "bfloat16", "requires_grad_"})
 Kind = Literal["blocking", "sync twin", "inference"]
+# Calls that iterate the generator they are given there and then.
+CONSUMERS = frozenset({"list", "tuple", "set", "frozenset", "dict", "sorted", "sum", "min", "max", "any", "all", "next", "join"})
 # A file without one of these has nothing `stalls` finds.
 STALL_TOKENS = (*BLOCKING_TOKENS, "_sync(", *NEURAL_MODEL_TOKENS)
 
@@ -72,7 +77,7 @@ def stalls(model: SemanticModel, coroutine: FunctionInfo, *, inference: bool = T
             yield Stall(site, site.node, *found)
             continue
         callee = model.local_callee(coroutine, site.node)
-        if callee is None or callee.is_async:
+        if callee is None or not memo.runs_body(coroutine, site, callee):
             continue
         inner = memo.of_helper(callee, inference, 1)
         if inner is not None:
@@ -107,6 +112,15 @@ class _Stalls:
             return True
         return any(isinstance(node, cst.ExceptHandler) for node in path)
 
+    def runs_body(self, function: FunctionInfo, site: CallSite, callee: FunctionInfo) -> bool:
+        """Whether the call of `callee` runs its body on `function`'s thread: a synchronous function does;
+        a generator only where `function` iterates it there and then (a `for`, a comprehension, `list(...)`)."""
+        if callee.is_async:
+            return False
+        if not callee.is_generator:
+            return True
+        return _iterated_here(self.model.path_within(function.node, site.node) or [])
+
     def direct(self, function: FunctionInfo, site: CallSite, inference: bool) -> tuple[Kind, str] | None:
         name = blocking_call(self.model, site)
         if name is not None:
@@ -140,7 +154,8 @@ class _Stalls:
                 self._helpers[key] = Stall(site, site.node, *found, helper)
                 break
             callee = self.model.local_callee(helper, site.node)
-            inner = self.of_helper(callee, inference, depth + 1) if callee is not None and not callee.is_async else None
+            runs = callee is not None and self.runs_body(helper, site, callee)
+            inner = self.of_helper(callee, inference, depth + 1) if callee is not None and runs else None
             if inner is not None:
                 self._helpers[key] = inner
                 break
@@ -177,6 +192,20 @@ class _Stalls:
             return self._holds_model(func.value, scope, index, depth)
         first = value.args[0].value if value.args and value.args[0].keyword is None and not value.args[0].star else None
         return isinstance(first, cst.Name) and self._holds_model(first, scope, index, depth + 1)
+
+
+def _iterated_here(path: list[cst.CSTNode]) -> bool:
+    """Whether the iterable at the end of `path` is iterated where it stands: by a synchronous `for` or
+    comprehension, or by a consumer's call (`list(...)`); a generator expression, where it is consumed so."""
+    parent = path[-2] if len(path) >= 2 else None
+    if isinstance(parent, (cst.For, cst.CompFor)) and parent.iter is path[-1] and parent.asynchronous is None:
+        comprehension = path[-3] if isinstance(parent, cst.CompFor) and len(path) >= 3 else None
+        return not isinstance(comprehension, cst.GeneratorExp) or _iterated_here(path[:-2])
+    if isinstance(parent, cst.Arg) and len(path) >= 3 and isinstance(path[-3], cst.Call):
+        func = path[-3].func
+        name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
+        return name in CONSUMERS
+    return False
 
 
 def _sync_twin(func: cst.Attribute) -> bool:

@@ -16,6 +16,8 @@ DATASET_TRANSFORMS = frozenset({
     "rename_columns", "with_column", "random_shuffle", "randomize_block_order", "repartition",
     "materialize", "limit", "union", "zip", "sort", "random_sample", "unique_rows",
 })
+# Transforms that are barriers: each hands on its blocks only once it has made all of them.
+ALL_TO_ALL_TRANSFORMS = frozenset({"random_shuffle", "randomize_block_order", "repartition", "sort"})
 UDF_METHODS = frozenset({"map", "map_batches", "flat_map", "filter"})
 # Keywords of `Dataset.map_batches` that no other library's `map_batches` (Polars, ...) takes.
 RAY_DATA_MAP_BATCHES_KEYWORDS = frozenset({
