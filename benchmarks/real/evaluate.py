@@ -43,7 +43,6 @@ MARK_LINES = 3
 # What ray-lint reads: sources, notebooks, what decides which of them it skips, and the files that
 # declare the Ray a project runs (`ray_lint.declarations.may_declare`).
 KEPT_SUFFIXES = (".py", ".pyi", ".ipynb", ".gitignore", "pyproject.toml")
-EXTRACTION = "3"  # bumped when what is kept changes, so that extracted trees are exported afresh
 
 
 @dataclass(frozen=True)
@@ -89,13 +88,8 @@ def exported(project: dict, path: str) -> bool:
 def extract(mirrors: Path, work: Path, project: dict) -> Path:
     """The project's lintable files at its pinned commit, exported once into `work` (snapshots may
     lack large blobs, so files are read one by one and missing ones skipped). The folder's name
-    carries the commit and a digest of `include`/`skip` and of `EXTRACTION`, so an edited entry, or a change
-    in what is kept, is exported afresh."""
-    folders = {key: project[key] for key in ("include", "skip") if key in project}
-    digest = hashlib.sha1(json.dumps([EXTRACTION, folders], sort_keys=True).encode()).hexdigest()[:8]
-    target = work / project["repo"].replace("/", "+") / f"{project['commit'][:12]}-{digest}"
-    if (target / ".extracted").exists():
-        return target
+    carries the commit and a digest of the files kept, so an edited entry, or a change in what is kept
+    (`KEPT_SUFFIXES`, `may_declare`), is exported afresh."""
     git = ["git", "--git-dir", str(git_dir(mirrors, project.get("mirror", project["repo"])))]
     listing = subprocess.run([*git, "ls-tree", "-r", "-z", project["commit"]], check=True, capture_output=True).stdout
     wanted = []
@@ -109,6 +103,10 @@ def extract(mirrors: Path, work: Path, project: dict) -> Path:
             continue
         if kind == b"blob" and mode != b"120000" and (path.endswith(KEPT_SUFFIXES) or may_declare(path.rsplit("/", 1)[-1])):
             wanted.append((blob.decode(), path))
+    digest = hashlib.sha1("\n".join(f"{blob} {path}" for blob, path in wanted).encode("utf-8", "surrogateescape")).hexdigest()[:8]
+    target = work / project["repo"].replace("/", "+") / f"{project['commit'][:12]}-{digest}"
+    if (target / ".extracted").exists():
+        return target
     batch = subprocess.run(
         [*git, "cat-file", "--batch"], input="".join(f"{blob}\n" for blob, _ in wanted).encode(), check=True, capture_output=True
     ).stdout
