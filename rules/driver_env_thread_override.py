@@ -27,6 +27,10 @@ THREAD_VARIABLES = frozenset(
         "NUMEXPR_MAX_THREADS", "VECLIB_MAXIMUM_THREADS",
     }
 )
+# Threads per requested CPU that a value may give before it is reported: two per CPU is a cap that
+# frameworks set on purpose (smallpond gives every worker OMP_NUM_THREADS=2 beside its Arrow and
+# Polars pools), and costs little; the measured cost is of several times the CPUs.
+TOLERATED_THREADS_PER_CPU = 2
 
 
 ENV_PROBE = """
@@ -102,10 +106,12 @@ and with one worker per CPU the node runs workers × value threads on its cores.
 reached a default task unchanged, and 4 tasks of 3 matrix products (1500 × 1500) took 1.87 s
 with 8 threads and 1.43 s with Ray's default (1.3×); the gap grows with the node's size.
 
-ray-lint is silent on a value of 1, on values it cannot read (variables, configuration), and
-when the tasks request at least as many CPUs as the value (one large task per node): a
-`runtime_env` next to `num_cpus` in the same decorator or `.options` call, or, for the
-driver's environment, every remote function and actor in the module.
+ray-lint is silent on values it cannot read (variables, configuration), and on values of at
+most two threads for each CPU the tasks request (one for a task of Ray's default 1 CPU, two
+per CPU as a deliberate cap, as smallpond gives every worker `OMP_NUM_THREADS=2`; the cost is of
+several times the CPUs). The CPUs are those of a `num_cpus` next to the `runtime_env` in the same
+decorator or `.options` call, or, for the driver's environment, the smallest request of the
+remote functions and actors in the module (1 when there are none).
 
 ## Example
 ```python
@@ -147,6 +153,14 @@ There is no automatic fix: the right value depends on how many CPUs the tasks re
         ),
         Valid('import ray\nray.init(runtime_env={"env_vars": {"OMP_NUM_THREADS": f"{n}"}})\n', "f-string: unknown"),
         Valid('import ray\nray.init(runtime_env={"env_vars": {"TOKENIZERS_PARALLELISM": "false"}})\n', "another variable"),
+        Valid(
+            'import ray\nray.init(runtime_env={"env_vars": {"OMP_NUM_THREADS": "2", "POLARS_MAX_THREADS": "2"}})\n',
+            "two threads per CPU: a deliberate cap",
+        ),
+        Valid(
+            'import ray\n@ray.remote(num_cpus=2, runtime_env={"env_vars": {"MKL_NUM_THREADS": "4"}})\ndef f():\n    pass\n',
+            "two threads for each of the task's CPUs",
+        ),
     ]
     INVALID = [
         Invalid('import os\nimport ray\nos.environ["OMP_NUM_THREADS"] = "8"\nray.init()\n', 3),
@@ -160,7 +174,7 @@ There is no automatic fix: the right value depends on how many CPUs the tasks re
             'import ray\nenv = {"env_vars": {"VECLIB_MAXIMUM_THREADS": "8"}}\nref = f.options(runtime_env=env).remote()\n',
             2,
         ),
-        Invalid('from os import environ\nimport ray\nenviron["OMP_NUM_THREADS"] = "2"\n', 3),
+        Invalid('from os import environ\nimport ray\nenviron["OMP_NUM_THREADS"] = "3"\n', 3),
     ]
 
     def check(self, ctx: Context) -> None:
@@ -182,7 +196,7 @@ There is no automatic fix: the right value depends on how many CPUs the tasks re
         if key not in THREAD_VARIABLES:
             return
         count = _thread_value(ctx.model, write.value, write.scope, write.at)
-        if count is None or count <= 1 or count <= share:
+        if count is None or count <= 1 or count <= TOLERATED_THREADS_PER_CPU * share:
             return
         shown = "all cores" if count == ALL_CORES else f"{count:g}"
         ctx.report(

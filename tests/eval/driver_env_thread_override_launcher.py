@@ -75,7 +75,7 @@ def configure_fast_math() -> None:
     os.environ["MKL_NUM_THREADS"] = str(os.cpu_count())  # expect: RAY042
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "8")  # expect: RAY042
     os.environ.update({"NUMEXPR_MAX_THREADS": "64"})  # expect: RAY042
-    os.putenv("VECLIB_MAXIMUM_THREADS", "4")  # expect: RAY042
+    os.putenv("VECLIB_MAXIMUM_THREADS", "16")  # expect: RAY042
     os.environ["MKL_DYNAMIC"] = "FALSE"  # fine: not a thread count
     os.environ.setdefault("KMP_AFFINITY", "granularity=fine,compact")  # fine: not a thread count
 
