@@ -122,6 +122,7 @@ def extract(mirrors: Path, work: Path, project: dict) -> Path:
         destination.parent.mkdir(parents=True, exist_ok=True)
         destination.write_bytes(batch[offset : offset + size])
         offset += size + 1
+    target.mkdir(parents=True, exist_ok=True)  # a project that keeps no file still gets its (empty) tree
     (target / ".extracted").touch()
     return target
 
