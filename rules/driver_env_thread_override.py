@@ -107,9 +107,9 @@ reached a default task unchanged, and 4 tasks of 3 matrix products (1500 × 1500
 with 8 threads and 1.43 s with Ray's default (1.3×); the gap grows with the node's size.
 
 ray-lint is silent on values it cannot read (variables, configuration), and on values of at
-most two threads for each CPU the tasks request (one for a task of Ray's default 1 CPU, two
-per CPU as a deliberate cap, as smallpond gives every worker `OMP_NUM_THREADS=2`; the cost is of
-several times the CPUs). The CPUs are those of a `num_cpus` next to the `runtime_env` in the same
+most two threads per CPU the tasks request: a cap of two per CPU is often set on purpose
+(smallpond gives every worker `OMP_NUM_THREADS=2`), and the cost measured above is of several
+times the CPUs. The CPUs are those of a `num_cpus` next to the `runtime_env` in the same
 decorator or `.options` call, or, for the driver's environment, the smallest request of the
 remote functions and actors in the module (1 when there are none).
 

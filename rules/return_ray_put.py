@@ -48,8 +48,13 @@ def _names_in(node: cst.CSTNode, name: str) -> Iterator[cst.Name]:
 
 
 def _read_from_self(value: cst.BaseExpression) -> bool:
-    """Whether a returned value is read from the instance (`self.ready.pop(0)`, `self.refs[key]`)."""
+    """Whether a returned value is read from what the instance holds (`self.ready.pop(0)`, `self.refs[key]`,
+    `self.ref`), not computed by one of its methods (`self.compute(x)`)."""
+    called = False  # whether the expression just stepped through is a call of its `func`
     while isinstance(value, (cst.Call, cst.Attribute, cst.Subscript)):
+        if isinstance(value, cst.Attribute) and called and isinstance(value.value, cst.Name) and value.value.value == "self":
+            return False  # `self.compute(...)`: a method's result
+        called = isinstance(value, cst.Call)
         value = value.func if isinstance(value, cst.Call) else value.value
     return isinstance(value, cst.Name) and value.value == "self"
 
@@ -211,6 +216,14 @@ need `num_returns` or a generator), or when the function is annotated to return 
         ),
     ]
     INVALID = [
+        Invalid(
+            "import ray\n\n@ray.remote\nclass Scorer:\n    def score(self, rows, cached):\n        if cached:\n"
+            "            return ray.put(self.table[rows])\n        return self.compute(rows)\n",
+            7,
+            fixed="import ray\n\n@ray.remote\nclass Scorer:\n    def score(self, rows, cached):\n        if cached:\n"
+            "            return self.table[rows]\n        return self.compute(rows)\n",
+            note="the other return is a method's result, not something the actor holds",
+        ),
         Invalid(
             "import ray\n\n@ray.remote\ndef f():\n    return ray.put(1)\n",
             5,
