@@ -131,9 +131,10 @@ ray-lint is silent for:
 - a ref the function also uses for anything else (passes to another task, gets, logs, keeps
   in `self`), and a ref kept in actor state (`self.ref = ray.put(x); return self.ref`): an actor
   that puts a value once and hands out the same ref is a deliberate cache;
-- a method that also returns something it reads from the actor (`return self.ready.pop(0)`): it
-  hands out refs the actor put ahead (a prefetcher), and its fallback's `ray.put` keeps the
-  contract that its callers, who get twice, rely on;
+- a method that also returns something it reads from the actor (`return self.ready.pop(0)`, not
+  a method's result such as `self.compute(x)`): it hands out refs the actor put ahead (a
+  prefetcher), and its fallback's `ray.put` keeps the contract that its callers, who get
+  twice, rely on;
 - `ray.put(value, _owner=...)` or any other keyword (an explicit ownership transfer or a
   tensor transport);
 - refs that came in as arguments (a pass-through), and returns of nested functions;

@@ -196,6 +196,11 @@ iteration rather than at the `materialize()` line, and the UDFs run as the consu
             "straight after an all-to-all transform, which makes every block before it hands one on",
         ),
         Valid(
+            "import ray\n\nds = ray.data.read_json('clips.jsonl').repartition(8)\n"
+            "ds.materialize().write_parquet('out')\n",
+            "a name bound to an all-to-all transform",
+        ),
+        Valid(
             "import ray\n\nds = ray.data.read_parquet('p').map_batches(prep).materialize()\nfor epoch in range(3):\n"
             "    for batch in ds.iter_batches():\n        step(batch)\n",
             "read once per epoch: the cache is the point",
