@@ -95,7 +95,8 @@ class BlockingGetInAsync(Rule):
 Finds a call to `ray.get` or `ray.wait` (through any alias) in the body of an `async def`: an
 async actor method, an async Ray Serve handler, or any other coroutine.
 
-It also finds a call, in an async actor method or an async method of a Serve deployment, of a
+It also finds a call, in an async actor method or an async method of a Serve deployment (or in a
+coroutine of the module that such a method awaits: `return await handle(request)`), of a
 synchronous function that blocks on `ray.get` or `ray.wait` (a `*_sync()` client method that wraps
 `ray.get`, on an object the class holds; a sync method of the same class called on `self`; a
 function of the module or of another module of the project): the wait happens one call away, on
@@ -229,6 +230,13 @@ or a class body), and for a list only when `asyncio` is imported. `ray.wait` has
             "    await client.sync()\n    assert ray.get(trainer.version.remote()) == 2\n",
             "a pytest-asyncio test body",
         ),
+        Valid(
+            "import asyncio\nimport ray\nfrom ray import serve\n\ndef sync_weights(workers):\n    ray.get([w.sync.remote() for w in workers])\n\n"
+            "async def step(workers):\n    sync_weights(workers)\n\n@serve.deployment\nclass Trainer:\n"
+            "    async def __call__(self, request):\n"
+            "        asyncio.run_coroutine_threadsafe(step(self.workers), self.background_loop)\n        return {'started': True}\n",
+            "a helper that blocks, in a coroutine the Serve method hands to another thread's loop (not awaited)",
+        ),
     ]
     INVALID = [
         Invalid(
@@ -304,6 +312,14 @@ or a class body), and for a list only when `asyncio` is imported. `ray.wait` has
             "        return await self.model.predict.remote(await request.json())\n\nray.init()\n",
             note="an async Serve deployment method",
         ),
+        Invalid(
+            "import ray\nfrom ray import serve\n\n@ray.remote\ndef review(text):\n    return text\n\n"
+            "def review_all(files):\n    return ray.get([review.remote(text) for text in files])\n\n"
+            "async def handle_webhook(request):\n    files = await request.json()\n    return review_all(files)\n\n"
+            "@serve.deployment\nclass Bot:\n    async def __call__(self, request):\n        return await handle_webhook(request)\n",
+            13,
+            note="a helper that blocks, in a coroutine of the module that a Serve method awaits",
+        ),
     ]
 
     def check(self, ctx: Context) -> None:
@@ -323,13 +339,13 @@ or a class body), and for a list only when `asyncio` is imported. `ray.wait` has
                 if function_name == "ray.get" and _compiled_graph_ref(model, site, compiles_graphs):
                     continue
                 self._report(ctx, site, function_name, coroutine)
-        served: dict[int, bool] = {}  # coroutines that are an actor's or a Serve replica's methods
+        served: dict[int, bool] = {}  # coroutines on an actor's or a Serve replica's event loop
         for site in model.calls:
             coroutine = _coroutine_of(site.scope) if isinstance(site.node.func, (cst.Name, cst.Attribute)) else None
             if coroutine is None:
                 continue
             if id(coroutine.node) not in served:
-                served[id(coroutine.node)] = _actor_of_method(model, coroutine) is not None or _deployment_of_method(model, coroutine) is not None
+                served[id(coroutine.node)] = _served(model, coroutine) or _awaited_by_served(model, coroutine)
             waiter = waiter_called(model, site, blocks=True) if served[id(coroutine.node)] else None
             if waiter is None:
                 continue
@@ -476,7 +492,7 @@ def _runs_alone(model: SemanticModel, coroutine: Scope) -> bool:
     assert isinstance(node, cst.FunctionDef)
     if not _is_loop_entry(model, node):
         return False
-    if _actor_of_method(model, coroutine) is not None or _deployment_of_method(model, coroutine) is not None:
+    if _served(model, coroutine):
         return False
     return not any(
         isinstance(inner, cst.Call) and _called_name(inner.func) in TASK_STARTERS
@@ -521,6 +537,27 @@ def _compiled_graph_ref(model: SemanticModel, site: CallSite, compiles_graphs: b
     if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value in COMPILED_DAG_METHODS:
         return True
     return compiles_graphs and model.ref_origin(argument, site.scope, site.index) is None
+
+
+def _served(model: SemanticModel, coroutine: Scope) -> bool:
+    """Whether the coroutine is an async actor's or a Serve replica's method."""
+    return _actor_of_method(model, coroutine) is not None or _deployment_of_method(model, coroutine) is not None
+
+
+def _awaited_by_served(model: SemanticModel, coroutine: Scope) -> bool:
+    """Whether the coroutine is a function of the module that an async actor's or a Serve replica's method
+    awaits (`return await handle_webhook(request)`): it runs on that method's event loop."""
+    info = model.function_info(coroutine.node) if isinstance(coroutine.node, cst.FunctionDef) else None
+    if info is None or info.parent_scope is not model.module_scope:
+        return False
+    for site in model.calls_by_tail.get(info.node.name.value, ()):
+        caller = _coroutine_of(site.scope)
+        if caller is None or caller is coroutine or not _served(model, caller):
+            continue
+        path = model.path_within(caller.node, site.node) or []
+        if len(path) >= 2 and isinstance(path[-2], cst.Await) and model.local_callee(model.function_info(caller.node), site.node) is info:
+            return True
+    return False
 
 
 def _actor_of_method(model: SemanticModel, coroutine: Scope) -> RemoteDef | None:

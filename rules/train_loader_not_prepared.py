@@ -68,8 +68,9 @@ class TrainLoaderNotPrepared(Rule):
     docs = """
 ## What it does
 Finds a torch `DataLoader(...)` built in a function handed to a Ray Train trainer (or got there
-from a helper of the module that returns it) and iterated there (`for batch in loader`, or handed
-to a helper of the module), with no
+from a helper of the module that returns it), bound to a name or kept in a dict
+(`loaders["train"] = DataLoader(...)`, `{"train": DataLoader(...)}`), and iterated there (`for
+batch in loader`, `for batch in loaders[phase]`, or handed to a helper of the module), with no
 `ray.train.torch.prepare_data_loader`, no `sampler=` / `batch_sampler=` (a `DistributedSampler`)
 and no Ray Data shard behind it.
 
@@ -89,7 +90,10 @@ Accelerate guide uses it instead of `prepare_data_loader`) or Lightning Fabric's
 `fabric.setup_dataloaders(loader)`; any `.prepare(...)` given the loader counts so. A loader that
 a helper of the module builds and returns (`loader = build_loader(batch_size)`) counts as built
 where the loop calls the helper, unless the helper prepares it itself or returns something else
-on another path.
+on another path. A loader kept in a dict is reported only when the loop prepares no loader at all
+(which entries a preparation such as `{k: prepare_data_loader(v) for k, v in loaders.items()}` is
+given is not followed), and only where the loop reads its entry: `loaders[phase]` reads every
+entry, `loaders["val"]` not the one under `"train"`.
 An `IterableDataset` that shards itself by rank is not recognised: mark such a line with
 `# noqa: RAY214`.
 
@@ -209,6 +213,15 @@ loader then needs `set_epoch` each epoch (RAY215).
             "TorchTrainer(train_func, scaling_config=ScalingConfig(num_workers=4, use_gpu=True)).fit()\n",
             "Accelerate shards the loaders it prepares",
         ),
+        Valid(
+            "from torch.utils.data import DataLoader\nfrom ray.train import ScalingConfig\n"
+            "from ray.train.torch import TorchTrainer, prepare_data_loader\n\n"
+            "def train_func(config):\n    loaders = {x: DataLoader(config[x], batch_size=8, shuffle=True) for x in ('train', 'val')}\n"
+            "    loaders = {x: prepare_data_loader(loader) for x, loader in loaders.items()}\n"
+            "    for phase in ('train', 'val'):\n        for batch in loaders[phase]:\n            pass\n\n"
+            "TorchTrainer(train_func, scaling_config=ScalingConfig(num_workers=2)).fit()\n",
+            "loaders kept in a dict, prepared through a comprehension",
+        ),
     ]
     INVALID = [
         Invalid(
@@ -261,6 +274,25 @@ loader then needs `set_epoch` each epoch (RAY215).
             "TorchTrainer(train_func, scaling_config=ScalingConfig(num_workers=2, use_gpu=True)).fit()\n",
             10,
             note="built by a helper that returns it",
+        ),
+        Invalid(
+            "from torch.utils.data import DataLoader\nfrom ray.train import ScalingConfig\nfrom ray.train.torch import TorchTrainer\n\n"
+            "def train_func(config):\n    loaders = {}\n"
+            "    loaders['train'] = DataLoader(config['train'], batch_size=8, shuffle=True)\n"
+            "    for epoch in range(config['epochs']):\n        for phase in ('train',):\n"
+            "            for batch in loaders[phase]:\n                pass\n\n"
+            "TorchTrainer(train_func, scaling_config=ScalingConfig(num_workers=2)).fit()\n",
+            7,
+            note="kept in a dict, read by a key that varies (PyTorch's `dataloaders[phase]` idiom)",
+        ),
+        Invalid(
+            "from torch.utils.data import DataLoader\nfrom ray.train import ScalingConfig\nfrom ray.train.torch import TorchTrainer\n\n"
+            "def train_func(config):\n    loaders = {\n        'train': DataLoader(config['train'], batch_size=8, shuffle=True),\n"
+            "        'val': DataLoader(config['val'], batch_size=8),  # never read\n    }\n"
+            "    for batch in loaders['train']:\n        pass\n\n"
+            "TorchTrainer(train_func, scaling_config=ScalingConfig(num_workers=2)).fit()\n",
+            7,
+            note="a dict literal: only the entry read is reported",
         ),
     ]
 

@@ -20,6 +20,7 @@ from ray_lint.python_model import (
     Scope,
     iter_subtree,
     literal_number,
+    literal_string,
     names_read,
     scope_within,
     target_names,
@@ -67,7 +68,9 @@ class TorchLoader:
     got: CallSite  # where the loop's body gets it: `built` itself, or the call of the helper that returns it
     names: frozenset[str]  # the loop's names for it, the `prepare_data_loader(...)` result's included
     prepared: bool  # handed to `ray.train.torch.prepare_data_loader`
-    taken_over: bool  # handed to another library's preparation, which shards it (`accelerator.prepare`)
+    # Handed to another library's preparation, which shards it (`accelerator.prepare`); for a loader kept in a
+    # dict, any preparation in the loop, since which entries a preparation is given is not followed.
+    taken_over: bool
     sampler: cst.BaseExpression | None  # `sampler=` or `batch_sampler=`, as written
     # Where the loop reads it: the iterable of a `for` over it, or a call of one of its helpers given it;
     # with the loop that holds that place (the epoch loop), None when it is read once.
@@ -113,8 +116,8 @@ class TrainFacts:
 
     def torch_loaders(self, loop: TrainLoop) -> list[TorchLoader]:
         """The `DataLoader`s the loop's own body builds, or gets from a helper that returns one
-        (`loader = build_loader(batch_size)`), bound to a name, with the names `prepare_data_loader`
-        gives them."""
+        (`loader = build_loader(batch_size)`), bound to a name or kept in a dict (`loaders["train"] =
+        DataLoader(...)`, `{"train": DataLoader(...)}`), with the names `prepare_data_loader` gives them."""
         model, scope = self.model, loop.function.scope
         calls = [site for site in self.calls_in(loop) if scope_within(site.scope, scope)]
         loaders = []
@@ -123,10 +126,14 @@ class TrainFacts:
             if built is None:
                 continue
             names, prepared, taken_over = set(_assigned_names(site.statement, site.node)), False, False
+            entry = None if names else _dict_entry(site.statement, site.node)
+            if entry is not None:
+                names = {entry[0]}
+                taken_over = any(_prepares(model, other) for other in self.calls_in(loop))
             for other in calls:  # `loader = prepare_data_loader(loader)`, or of the call itself
                 handed = [
                     position for position, arg in enumerate(other.node.args)
-                    if arg.value is site.node or (isinstance(arg.value, cst.Name) and arg.value.value in names)
+                    if arg.value is site.node or _names_one_of(arg.value, names)
                 ]
                 if not handed:
                     continue
@@ -137,7 +144,8 @@ class TrainFacts:
                     taken_over = True
             if names:
                 sampler = keyword_value(built.node, "sampler") or keyword_value(built.node, "batch_sampler")
-                loaders.append(TorchLoader(built, site, frozenset(names), prepared, taken_over, sampler, self._reads(loop, names)))
+                reads = self._reads(loop, names, entry[1] if entry is not None else None)
+                loaders.append(TorchLoader(built, site, frozenset(names), prepared, taken_over, sampler, reads))
         return loaders
 
     def _loader_returned(self, loop: TrainLoop, site: CallSite) -> CallSite | None:
@@ -160,12 +168,15 @@ class TrainFacts:
         built = self.model.call_site(next(iter(returned.values()))) if len(returned) == 1 else None
         return built if built is not None and self.model.call_name(built) in DATA_LOADERS else None
 
-    def _reads(self, loop: TrainLoop, names: set[str]) -> list[tuple[cst.CSTNode, Loop | None]]:
+    def _reads(self, loop: TrainLoop, names: set[str], key: str | None = None) -> list[tuple[cst.CSTNode, Loop | None]]:
         """`for batch in loader:` (or `enumerate(loader)`, `tqdm(loader)`) in the loop's body, and calls of
-        its helpers that are given the loader."""
+        its helpers that are given the loader. A loader kept in a dict under `key` is read by `loaders[phase]`
+        or `loaders["train"]`, not by `loaders["val"]`."""
         reads: list[tuple[cst.CSTNode, Loop | None]] = []
         for found in self.model.loops:
-            if isinstance(found.node, cst.For) and scope_within(found.scope, loop.function.scope) and names & names_read(found.node.iter):
+            if not (isinstance(found.node, cst.For) and scope_within(found.scope, loop.function.scope)):
+                continue
+            if names & names_read(found.node.iter) and (key is None or _may_read_key(found.node.iter, names, key)):
                 reads.append((found.node.iter, found.parent))
         helpers = {id(helper.node) for helper in loop.helpers}
         for site in self.calls_in(loop):
@@ -251,6 +262,58 @@ def _assigned_names(statement: cst.CSTNode | None, value: cst.CSTNode) -> set[st
     if isinstance(statement, cst.Assign) and statement.value is value:
         return {name for target in statement.targets for name in target_names(target.target)}
     return set()
+
+
+def _dict_entry(statement: cst.CSTNode | None, value: cst.CSTNode) -> tuple[str, str | None] | None:
+    """The dict's name and the key (None unless a literal string) when `value` is stored as an entry of a
+    dict bound to a name: `loaders["train"] = value`, `loaders = {"train": value, ...}`, `loaders = {k:
+    value for k in ...}`."""
+    small = statement.body[0] if isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1 else statement
+    if not isinstance(small, cst.Assign) or len(small.targets) != 1:
+        return None
+    target = small.targets[0].target
+    if small.value is value and isinstance(target, cst.Subscript) and isinstance(target.value, cst.Name) and len(target.slice) == 1:
+        index = target.slice[0].slice
+        return target.value.value, literal_string(index.value) if isinstance(index, cst.Index) else None
+    if not isinstance(target, cst.Name):
+        return None
+    if isinstance(small.value, cst.DictComp) and small.value.value is value:
+        return target.value, None
+    if isinstance(small.value, cst.Dict):
+        for element in small.value.elements:
+            if isinstance(element, cst.DictElement) and element.value is value:
+                return target.value, literal_string(element.key)
+    return None
+
+
+def _names_one_of(expr: cst.BaseExpression, names: set[str]) -> bool:
+    """`loader`, or an entry of a dict that holds it (`loaders["train"]`), for a name of `names`."""
+    if isinstance(expr, cst.Subscript):
+        expr = expr.value
+    return isinstance(expr, cst.Name) and expr.value in names
+
+
+def _may_read_key(iterable: cst.BaseExpression, names: set[str], key: str) -> bool:
+    """Whether `iterable` may read the entry `key` of the dicts `names`: it reads one without a subscript, or
+    through a subscript whose key is not another literal string."""
+    subscripts = [
+        node for node in iter_subtree(iterable)
+        if isinstance(node, cst.Subscript) and isinstance(node.value, cst.Name) and node.value.value in names
+    ]
+    if not subscripts:
+        return True
+    for node in subscripts:
+        index = node.slice[0].slice if len(node.slice) == 1 else None
+        written = literal_string(index.value) if isinstance(index, cst.Index) else None
+        if written is None or written == key:
+            return True
+    return False
+
+
+def _prepares(model: SemanticModel, site: CallSite) -> bool:
+    """A call of `prepare_data_loader`, or of another library's preparation that shards loaders."""
+    func = site.node.func
+    return model.call_name(site) in PREPARE_LOADER or (isinstance(func, cst.Attribute) and func.attr.value in SHARDING_PREPARERS)
 
 
 def rank_guard(model: SemanticModel, function: FunctionInfo, node: cst.CSTNode) -> cst.If | None:
