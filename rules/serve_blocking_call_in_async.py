@@ -102,11 +102,12 @@ deployment), a call that holds the replica's event loop:
 - a neural network's inference, on an attribute that holds one loaded in the class
   (`self.model = AutoModelForCausalLM.from_pretrained(...)`, `transformers.pipeline(...)`,
   `torch.hub.load(...)`, `SentenceTransformer(...)`, `whisper.load_model(...)`, `vllm.LLM(...)`,
-  `ultralytics.YOLO(...)`, `timm.create_model(...)`, a Keras application such as
-  `MobileNetV2(weights="imagenet")`, a `torchvision.models` builder such as `resnet50(...)`,
-  `SomeModel.load(...)`, followed through `.to(device)`, `.eval()` and wrappers such as
-  `torch.compile(model)`): a call of the attribute, or its `generate`, `predict`,
-  `predict_proba`, `forward`, `encode`, `transcribe`, `infer` or `run`;
+  `ultralytics.YOLO(...)`, `timm.create_model(...)`, llama.cpp's `Llama(...)` or LangChain's
+  `LlamaCpp(...)`, a Keras application such as `MobileNetV2(weights="imagenet")`, a
+  `torchvision.models` builder such as `resnet50(...)`, `SomeModel.load(...)`, followed through
+  `.to(device)`, `.eval()` and wrappers such as `torch.compile(model)`): a call of the attribute,
+  or its `generate`, `predict`, `predict_proba`, `forward`, `encode`, `transcribe`, `infer`,
+  `run`, `invoke`, `create_completion` or `create_chat_completion`;
 - a call of a synchronous helper that does one of those whenever it runs: a function of the
   module (`fetch_page(term)`) or a method of the same class (`self.generate(text)`), followed two
   calls deep. The message names the helper and the line where the blocking happens. A generator
@@ -263,8 +264,22 @@ make the method a plain `def` (Serve runs it in its thread pool), or
             "        return StreamingResponse(self.numbers(10), media_type='text/plain')\n",
             "a generator's call runs none of its body: Starlette iterates a sync generator in a worker thread",
         ),
+        Valid(
+            "import asyncio\nfrom llama_cpp import Llama\nfrom ray import serve\n\n@serve.deployment\nclass Chat:\n"
+            "    def __init__(self, path):\n        self.llm = Llama(model_path=path)\n\n"
+            "    async def __call__(self, prompt):\n        return await asyncio.to_thread(self.llm.create_completion, prompt)\n",
+            "llama.cpp's completion handed to a worker thread",
+        ),
     ]
     INVALID = [
+        Invalid(
+            "from langchain_community.llms import LlamaCpp\nfrom ray import serve\n\n@serve.deployment\nclass Chat:\n"
+            "    def __init__(self, path):\n        self.llm = LlamaCpp(model_path=path, n_ctx=4096)\n\n"
+            "    async def __call__(self, request):\n        prompt = (await request.json())['text']\n"
+            "        return {'response': self.llm(prompt)}\n",
+            11,
+            note="a local llama.cpp model through LangChain, called on the event loop",
+        ),
         Invalid(
             "import time\nfrom ray import serve\n\n@serve.deployment\nclass Model:\n    async def __call__(self, x):\n"
             "        time.sleep(0.1)\n        return x\n",
