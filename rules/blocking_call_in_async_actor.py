@@ -85,7 +85,8 @@ It also finds, as RAY222 does for Serve replicas (`analyses/event_loop.py`):
 - a neural network's inference on an attribute that holds one loaded in the class
   (`self.model = AutoModel.from_pretrained(...)`, then `self.model.generate(...)` or `self.model(x)`);
 - a call of a synchronous helper that does one of those whenever it runs: a function of the module
-  or a method of the same class, followed two calls deep; the message names the line where it blocks.
+  or a method of the same class, followed two calls deep; the message names the line where it blocks;
+- any of these in an `async def` nested in the method, which runs on the same loop.
 
 ## Why is this bad?
 An actor with an `async def` method is an async actor: all its methods run as coroutines on one

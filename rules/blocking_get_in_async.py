@@ -129,7 +129,9 @@ ray-lint is silent for:
   which may still block on the rest);
 - a coroutine that shares its loop with nothing: the loop's entry point (given to
   `asyncio.run(...)` / `run_until_complete(...)`, or a pytest test or fixture) that starts no
-  task of its own (`create_task`, `gather`, `TaskGroup`, ...);
+  task of its own (`create_task`, `gather`, `TaskGroup`, ...), or a coroutine that starts none
+  either and is used only inside such coroutines (awaited there, or handed to a helper they
+  await, as a benchmark harness takes the function it times);
 - `ray.get` on the `CompiledDAGRef` of a compiled graph (`dag.execute(...)`), and in modules
   that compile a graph (`experimental_compile`) unless the argument is a proven ObjectRef.
 
@@ -237,6 +239,12 @@ or a class body), and for a list only when `asyncio` is imported. `ray.wait` has
             "        asyncio.run_coroutine_threadsafe(step(self.workers), self.background_loop)\n        return {'started': True}\n",
             "a helper that blocks, in a coroutine the Serve method hands to another thread's loop (not awaited)",
         ),
+        Valid(
+            "import asyncio\nimport ray\n\nasync def bench(fn, n):\n    for _ in range(n):\n        await fn()\n\n"
+            "async def trial(clients):\n    async def queries():\n        ray.get([c.work.remote() for c in clients])\n\n"
+            "    await bench(queries, 10)\n\nasync def main():\n    await trial(make_clients())\n\nasyncio.run(main())\n",
+            "a benchmark's coroutine, handed to a harness that awaits it in turn; no coroutine starts a task",
+        ),
     ]
     INVALID = [
         Invalid(
@@ -319,6 +327,14 @@ or a class body), and for a list only when `asyncio` is imported. `ray.wait` has
             "@serve.deployment\nclass Bot:\n    async def __call__(self, request):\n        return await handle_webhook(request)\n",
             13,
             note="a helper that blocks, in a coroutine of the module that a Serve method awaits",
+        ),
+        Invalid(
+            "import asyncio\nimport ray\n\nasync def bench(fn, n):\n    for _ in range(n):\n        await fn()\n\n"
+            "async def trial(clients):\n    async def queries():\n        ray.get([c.work.remote() for c in clients])\n\n"
+            "    await bench(queries, 10)\n\nasync def main():\n    await asyncio.gather(trial(make_clients()), trial(make_clients()))\n\n"
+            "asyncio.run(main())\n",
+            10,
+            note="the same benchmark, with two trials gathered on one loop",
         ),
     ]
 
@@ -483,21 +499,43 @@ def _coroutine_of(scope: Scope) -> Scope | None:
     return function
 
 
-def _runs_alone(model: SemanticModel, coroutine: Scope) -> bool:
-    """Whether nothing can share the coroutine's event loop while it blocks: it is the loop's entry
-    point (given to `asyncio.run(...)` / `run_until_complete(...)`, or run by pytest as a test or a
-    fixture), is not an actor's or a Serve replica's method, and starts no task of its own. Any other
-    coroutine may be awaited beside others by its callers."""
+def _runs_alone(model: SemanticModel, coroutine: Scope, asked: frozenset[int] = frozenset()) -> bool:
+    """Whether nothing can share the coroutine's event loop while it blocks: it is not an actor's or a Serve
+    replica's method, starts no task of its own, and is the loop's entry point (given to `asyncio.run(...)`
+    / `run_until_complete(...)`, or run by pytest as a test or a fixture) or used only inside coroutines
+    that run alone (awaited there, or handed to a helper they await, as a benchmark harness takes it).
+    Any other coroutine may be awaited beside others by its callers."""
     node = coroutine.node
     assert isinstance(node, cst.FunctionDef)
-    if not _is_loop_entry(model, node):
+    if id(node) in asked or _served(model, coroutine) or _starts_task(node):
         return False
-    if _served(model, coroutine):
-        return False
-    return not any(
+    if _is_loop_entry(model, node):
+        return True
+    users = _users(model, coroutine)
+    return bool(users) and all(user is not None and _runs_alone(model, user, asked | {id(node)}) for user in users)
+
+
+def _starts_task(node: cst.FunctionDef) -> bool:
+    """Whether the coroutine's own body puts other coroutines on its loop (`create_task`, `gather`, ...)."""
+    return any(
         isinstance(inner, cst.Call) and _called_name(inner.func) in TASK_STARTERS
         for inner in iter_subtree(node.body, into_functions=False)
     )
+
+
+def _users(model: SemanticModel, coroutine: Scope) -> list[Scope | None]:
+    """The coroutine that runs each place where the coroutine function's name is read (None where no
+    coroutine does: the module's top level, a plain function, a decorator)."""
+    node = coroutine.node
+    assert isinstance(node, cst.FunctionDef)
+    name = node.name.value
+    users: list[Scope | None] = []
+    for scope in model.scopes:
+        for at in scope.reads.get(name, ()):
+            binding = model.reaching_binding(name, scope, at)
+            if binding is not None and binding.node is node:
+                users.append(_coroutine_of(scope))
+    return users
 
 
 def _called_name(func: cst.BaseExpression) -> str | None:

@@ -108,6 +108,8 @@ deployment), a call that holds the replica's event loop:
   `.to(device)`, `.eval()` and wrappers such as `torch.compile(model)`): a call of the attribute,
   or its `generate`, `predict`, `predict_proba`, `forward`, `encode`, `transcribe`, `infer`,
   `run`, `invoke`, `create_completion` or `create_chat_completion`;
+- any of those in an `async def` nested in the method (the async generator that a
+  `StreamingResponse` iterates runs on the replica's loop too);
 - a call of a synchronous helper that does one of those whenever it runs: a function of the
   module (`fetch_page(term)`) or a method of the same class (`self.generate(text)`), followed two
   calls deep. The message names the helper and the line where the blocking happens. A generator
@@ -265,6 +267,14 @@ make the method a plain `def` (Serve runs it in its thread pool), or
             "a generator's call runs none of its body: Starlette iterates a sync generator in a worker thread",
         ),
         Valid(
+            "import asyncio\nimport time\nfrom ray import serve\nfrom starlette.responses import StreamingResponse\n\n@serve.deployment\nclass Chat:\n"
+            "    async def __call__(self, request):\n        async def chunks():\n            for i in range(10):\n"
+            "                await asyncio.sleep(0.1)\n                yield f'data: {i}\\n\\n'\n\n"
+            "        def pace():\n            time.sleep(0.1)\n\n"
+            "        await asyncio.to_thread(pace)\n        return StreamingResponse(chunks(), media_type='text/event-stream')\n",
+            "the nested async generator awaits its pauses; a nested plain function runs in a worker thread",
+        ),
+        Valid(
             "import asyncio\nfrom llama_cpp import Llama\nfrom ray import serve\n\n@serve.deployment\nclass Chat:\n"
             "    def __init__(self, path):\n        self.llm = Llama(model_path=path)\n\n"
             "    async def __call__(self, prompt):\n        return await asyncio.to_thread(self.llm.create_completion, prompt)\n",
@@ -272,6 +282,14 @@ make the method a plain `def` (Serve runs it in its thread pool), or
         ),
     ]
     INVALID = [
+        Invalid(
+            "import time\nfrom ray import serve\nfrom starlette.responses import StreamingResponse\n\n@serve.deployment\nclass Chat:\n"
+            "    async def __call__(self, request):\n        async def chunks():\n            for i in range(10):\n"
+            "                time.sleep(0.1)\n                yield f'data: {i}\\n\\n'\n\n"
+            "        return StreamingResponse(chunks(), media_type='text/event-stream')\n",
+            10,
+            note="in the async generator a streaming response iterates on the replica's loop",
+        ),
         Invalid(
             "from langchain_community.llms import LlamaCpp\nfrom ray import serve\n\n@serve.deployment\nclass Chat:\n"
             "    def __init__(self, path):\n        self.llm = LlamaCpp(model_path=path, n_ctx=4096)\n\n"

@@ -16,8 +16,9 @@ A call stalls the loop when it is:
   in a worker thread).
 
 A call counts only where it runs whenever its function does, on the loop's thread: not in an `except`
-block (a fallback), not awaited (then it is a coroutine), and not in a nested function or lambda (a worker
-thread runs those: `loop.run_in_executor(None, lambda: requests.get(url))`). Helpers in other modules are
+block (a fallback), not awaited (then it is a coroutine), and not in a nested plain function or lambda (a
+worker thread runs those: `loop.run_in_executor(None, lambda: requests.get(url))`). A nested `async def`
+(the async generator a streaming response iterates) runs on the same loop: its calls count. Helpers in other modules are
 not followed. RAY007 (async actor methods) and RAY222 (async Serve methods) report what this finds.
 """
 
@@ -62,7 +63,8 @@ def may_stall(text: str) -> bool:
 
 @dataclass(frozen=True)
 class Stall:
-    """A call of a coroutine's own body that stalls its event loop, itself or through `helper`."""
+    """A call of a coroutine's own body (or of an async function nested in it) that stalls its event loop,
+    itself or through `helper`."""
 
     site: CallSite  # the call in the coroutine's own body
     effect: cst.Call  # the call that blocks: `site.node` itself, or one inside the helper
@@ -72,20 +74,23 @@ class Stall:
 
 
 def stalls(model: SemanticModel, coroutine: FunctionInfo, *, inference: bool = True) -> Iterator[Stall]:
-    """The calls of the coroutine's own body that stall its event loop, in order. With `inference` false,
-    a model's inference does not count (in a `@serve.batch` handler it is the point of the method)."""
+    """The calls of the coroutine's own body that stall its event loop, in order, then those of the async
+    functions nested in it (a streaming response's async generator), which run on the same loop and see
+    its `self`. With `inference` false, a model's inference does not count (in a `@serve.batch` handler it
+    is the point of the method)."""
     memo = model.analysis(_Stalls)
-    for site in memo.own_calls(coroutine):
-        found = memo.direct(coroutine, site, inference)
-        if found is not None:
-            yield Stall(site, site.node, *found)
-            continue
-        callee = model.local_callee(coroutine, site.node)
-        if callee is None or not memo.runs_body(coroutine, site, callee):
-            continue
-        inner = memo.of_helper(callee, inference, 1)
-        if inner is not None:
-            yield Stall(site, inner.effect, inner.kind, inner.name, inner.helper or callee)
+    for function in (coroutine, *memo.nested_coroutines(coroutine)):
+        for site in memo.own_calls(function):
+            found = memo.direct(function, site, inference, coroutine.owner)
+            if found is not None:
+                yield Stall(site, site.node, *found)
+                continue
+            callee = model.local_callee(coroutine, site.node)
+            if callee is None or not memo.runs_body(function, site, callee):
+                continue
+            inner = memo.of_helper(callee, inference, 1)
+            if inner is not None:
+                yield Stall(site, inner.effect, inner.kind, inner.name, inner.helper or callee)
 
 
 class _Stalls:
@@ -97,6 +102,21 @@ class _Stalls:
         self._own: dict[int, list[CallSite]] = {}
         self._models: dict[int, frozenset[str]] = {}
         self._helpers: dict[tuple[int, bool], Stall | None] = {}
+        self._async_children: dict[int, list[FunctionInfo]] | None = None
+
+    def nested_coroutines(self, coroutine: FunctionInfo) -> list[FunctionInfo]:
+        """The `async def`s inside the coroutine, through nothing but other `async def`s."""
+        if self._async_children is None:
+            self._async_children = {}
+            for info in self.model.functions:
+                if info.is_async:
+                    self._async_children.setdefault(id(info.parent_scope), []).append(info)
+        found, pending = [], [coroutine]
+        while pending:
+            children = self._async_children.get(id(pending.pop().scope), [])
+            found += children
+            pending += children
+        return found
 
     def own_calls(self, function: FunctionInfo) -> list[CallSite]:
         found = self._own.get(id(function.node))
@@ -125,7 +145,9 @@ class _Stalls:
             return True
         return _iterated_here(self.model.path_within(function.node, site.node) or [])
 
-    def direct(self, function: FunctionInfo, site: CallSite, inference: bool) -> tuple[Kind, str] | None:
+    def direct(self, function: FunctionInfo, site: CallSite, inference: bool, owner: ClassInfo | None = None) -> tuple[Kind, str] | None:
+        """What stalls the loop at `site` itself; `owner`, the class whose `self` the function sees (a nested
+        coroutine sees its method's), when not the function's own."""
         name = blocking_call(self.model, site)
         if name is not None:
             return "blocking", name
@@ -136,10 +158,11 @@ class _Stalls:
         if _sync_twin(func):
             # A client method that blocks on `ray.get` (`self.client.fetch_sync(k)`) is RAY006's finding.
             return None if waiter_called(self.model, site, blocks=True) is not None else ("sync twin", method)
-        if not inference or function.owner is None:
+        owner = owner or function.owner
+        if not inference or owner is None:
             return None
         held = func if is_name(func.value, "self") else func.value if method in INFERENCE_METHODS else None
-        if isinstance(held, cst.Attribute) and is_name(held.value, "self") and held.attr.value in self.model_attributes(function.owner):
+        if isinstance(held, cst.Attribute) and is_name(held.value, "self") and held.attr.value in self.model_attributes(owner):
             return "inference", f"self.{held.attr.value}{'' if held is func else f'.{method}'}"
         return None
 
