@@ -342,10 +342,15 @@ or a class body), and for a list only when `asyncio` is imported. `ray.wait` has
         model = ctx.model
         compiles_graphs = bool(model.calls_by_tail.get("experimental_compile"))
         awaited: dict[int, _Awaited] = {}
+        alone: dict[int, bool] = {}  # per coroutine: whether nothing else can run on its loop
         for function_name in ("ray.get", "ray.wait"):
             for site in model.calls_to(function_name):
                 coroutine = _coroutine_of(site.scope)
-                if coroutine is None or polls(site.node) or _runs_alone(model, coroutine):
+                if coroutine is None or polls(site.node):
+                    continue
+                if id(coroutine.node) not in alone:
+                    alone[id(coroutine.node)] = _runs_alone(model, coroutine)
+                if alone[id(coroutine.node)]:
                     continue
                 facts = awaited.get(id(coroutine.node))
                 if facts is None:
