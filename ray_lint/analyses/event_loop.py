@@ -19,7 +19,8 @@ A call counts only where it runs whenever its function does, on the loop's threa
 block (a fallback), not awaited (then it is a coroutine), and not in a nested plain function or lambda (a
 worker thread runs those: `loop.run_in_executor(None, lambda: requests.get(url))`). A nested `async def`
 (the async generator a streaming response iterates) runs on the same loop: its calls count. Helpers in
-other modules are not followed. RAY007 (async actor methods) and RAY222 (async Serve methods) report what this finds.
+other modules are not followed. RAY007 (async actor methods) and RAY222 (async Serve methods) report what
+this finds.
 """
 
 from __future__ import annotations

@@ -272,9 +272,8 @@ def _dict_entry(statement: cst.CSTNode | None, value: cst.CSTNode) -> tuple[str,
     if not isinstance(small, cst.Assign) or len(small.targets) != 1:
         return None
     target = small.targets[0].target
-    if small.value is value and isinstance(target, cst.Subscript) and isinstance(target.value, cst.Name) and len(target.slice) == 1:
-        index = target.slice[0].slice
-        return target.value.value, literal_string(index.value) if isinstance(index, cst.Index) else None
+    if small.value is value and isinstance(target, cst.Subscript) and isinstance(target.value, cst.Name):
+        return target.value.value, _literal_key(target)
     if not isinstance(target, cst.Name):
         return None
     if isinstance(small.value, cst.DictComp) and small.value.value is value:
@@ -300,14 +299,13 @@ def _may_read_key(iterable: cst.BaseExpression, names: set[str], key: str) -> bo
         node for node in iter_subtree(iterable)
         if isinstance(node, cst.Subscript) and isinstance(node.value, cst.Name) and node.value.value in names
     ]
-    if not subscripts:
-        return True
-    for node in subscripts:
-        index = node.slice[0].slice if len(node.slice) == 1 else None
-        written = literal_string(index.value) if isinstance(index, cst.Index) else None
-        if written is None or written == key:
-            return True
-    return False
+    return not subscripts or any(_literal_key(node) in (None, key) for node in subscripts)
+
+
+def _literal_key(subscript: cst.Subscript) -> str | None:
+    """The key of `d["train"]`; None for any other subscript (`d[phase]`, `d[a:b]`)."""
+    index = subscript.slice[0].slice if len(subscript.slice) == 1 else None
+    return literal_string(index.value) if isinstance(index, cst.Index) else None
 
 
 def _prepares(model: SemanticModel, site: CallSite) -> bool:
