@@ -115,12 +115,15 @@ def run_all(source: Path, root: Path, cache_dir: Path, args: argparse.Namespace)
     bin_dir = Path(sys.executable).parent
     ray_lint = [str(bin_dir / "ray-lint"), "check", "--jobs", jobs, "--exit-zero", "--output-format", "concise"]
     cached = [*ray_lint, "--cache-dir", str(cache_dir), str(root)]
+    flake8 = [sys.executable, "-m", "flake8", "--jobs", jobs, "--exit-zero"]
+    plugin_cached = [*flake8, "--ray-lint-cache-dir", str(cache_dir.with_name("plugin-cache")), str(root)]
     runs: list[tuple[str, list[str], Callable[[int], None] | None]] = [
         ("ray-lint check (cold)", [*ray_lint, "--no-cache", str(root)], None),
         ("ray-lint check (warm)", cached, lambda index: _fill_cache(cached, index)),
         ("ray-lint check (one file changed)", cached, lambda index: _change_one_file(files, index)),
-        ("flake8 (default checks)", [sys.executable, "-m", "flake8", "--jobs", jobs, "--extend-ignore", "RAY", "--exit-zero", str(root)], None),
-        ("flake8 + ray-lint plugin", [sys.executable, "-m", "flake8", "--jobs", jobs, "--exit-zero", str(root)], None),
+        ("flake8 (default checks)", [*flake8, "--extend-ignore", "RAY", str(root)], None),
+        ("flake8 + ray-lint plugin (no cache)", [*flake8, "--ray-lint-no-cache", str(root)], None),
+        ("flake8 + ray-lint plugin (warm)", plugin_cached, lambda index: _fill_cache(plugin_cached, index)),
         (
             "libcst parse only (1 core)",
             [
@@ -233,8 +236,9 @@ def goals(results: dict[str, Measurement], scaling: dict[str, float]) -> Table:
     table = Table("goal", "measured", "met")
     cold, flake8 = results["ray-lint check (cold)"].wall, results["flake8 (default checks)"].wall
     rows = [("cold run ≤ 0.4 × flake8", f"{cold / flake8:.2f} ×", cold <= 0.4 * flake8)]
-    plugin = results["flake8 + ray-lint plugin"].wall
-    rows.append(("flake8 with the plugin ≤ 1.3 × flake8", f"{plugin / flake8:.2f} ×", plugin <= 1.3 * flake8))
+    for kind in ("no cache", "warm"):
+        plugin = results[f"flake8 + ray-lint plugin ({kind})"].wall
+        rows.append((f"flake8 with the plugin ({kind}) ≤ 1.3 × flake8", f"{plugin / flake8:.2f} ×", plugin <= 1.3 * flake8))
     if "Fixit (default rules)" in results:
         fixit = results["Fixit (default rules)"].wall
         rows.append(("cold run ≥ 5 × faster than Fixit", f"{fixit / cold:.1f} × faster", fixit >= 5 * cold))

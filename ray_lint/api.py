@@ -352,16 +352,38 @@ def forget_project_facts(path: Path) -> None:
     _SOUGHT_SUMMARIES.pop(root, None)  # type: ignore[arg-type]
 
 
-def lint_in_project(text: str, path: Path, rules: list[Rule], resolver: Resolver, **engine_options: Any) -> list[Diagnostic]:
+def lint_in_project(
+    text: str, path: Path, rules: list[Rule], resolver: Resolver, cache: ResultCache | None = None, **engine_options: Any,
+) -> list[Diagnostic]:
     """Lint one file's text for a front-end that sees one file at a time (flake8): its project's facts are
-    read only when a finding depends on them. `engine_options` go to `engine.lint_text`."""
-    from ray_lint import engine
-
-    diagnostics = engine.lint_text(text, rules, project=None, **engine_options)
+    read only when a finding depends on them. `engine_options` go to `engine.lint_text`. With a `cache`,
+    what the engine found is kept per text, settings and rules; the project's facts, which other files
+    give, are applied afresh on every run."""
+    diagnostics = _engine_findings(text, path, rules, resolver, cache, engine_options)
     if not any(d.conditional for d in diagnostics):
         return diagnostics
     facts = known_project_facts(path, resolver, {fact for d in diagnostics for fact in summaries_needed(d.requires, LONE_FILE)})
     return [d for d in diagnostics if facts.keeps(d.unless, d.requires)]
+
+
+def _engine_findings(
+    text: str, path: Path, rules: list[Rule], resolver: Resolver, cache: ResultCache | None, engine_options: dict[str, Any],
+) -> list[Diagnostic]:
+    from ray_lint import engine
+
+    if cache is None:
+        return engine.lint_text(text, rules, project=None, **engine_options)
+    settings = resolver.settings_for(path.absolute())
+    # The rules that run (a flake8 `--select` may leave some out) and how `# noqa` is read change the findings.
+    variant = repr((sorted(rule.code for rule in rules), engine_options.get("noqa_comments")))
+    key = cache.key(content_digest(text.encode("utf-8", "surrogatepass")), path, settings, variant)
+    entry = cache.load(settings, key)
+    if entry is not None:
+        return entry[0]
+    diagnostics = engine.lint_text(text, rules, project=None, **engine_options)
+    cache.admit(settings)
+    cache.store(settings, key, diagnostics, frozenset())
+    return diagnostics
 
 
 def project_facts(paths: Iterable[Path], resolver: Resolver, packages: PackageFinder | None = None) -> ProjectFacts:

@@ -114,12 +114,13 @@ class ResultCache:
             if other.is_dir() and other != self._tool and _TOOL_DIR.fullmatch(other.name):
                 shutil.rmtree(other, ignore_errors=True)
 
-    def key(self, digest: str, path: Path, settings: Settings) -> str:
-        """The entry for a file with content digest `digest` at `path`."""
+    def key(self, digest: str, path: Path, settings: Settings, variant: str = "") -> str:
+        """The entry for a file with content digest `digest` at `path`; `variant` tells apart front-ends
+        whose findings for the same file differ (the flake8 plugin's rules and `# noqa` handling)."""
         relative = os.path.relpath(os.path.abspath(path), self.project)  # paths as strings: pathlib costs more here
         ignored = repr(settings.ignored_for(path))
         test = settings.is_test_file(path)
-        return hashlib.blake2b(f"{digest}\0{relative}\0{ignored}\0{test}".encode(), digest_size=20).hexdigest()
+        return hashlib.blake2b(f"{digest}\0{relative}\0{ignored}\0{test}\0{variant}".encode(), digest_size=20).hexdigest()
 
     def _entry(self, settings: Settings, key: str) -> Path:
         return self._namespace(settings) / key[:2] / f"{key}.json"

@@ -9,6 +9,10 @@ finding into `(line, column, "RAYxxx message", type)` with flake8's 0-based colu
 Rule options come from `[tool.ray-lint]` (nearest config file, as on the command line), overridden
 by `--ray-lint-<rule>-<option>` flake8 options (command line or the `[flake8]` section). Preview
 rules sit in flake8's default ignore list, so they report only when selected by their code.
+
+What the engine finds is kept in ray-lint's cache, as on the command line (`.ray_lint_cache` in the
+project root of the working directory, or `$RAY_LINT_CACHE_DIR`): a file that flake8 checks again
+unchanged is not parsed again. `--ray-lint-no-cache` turns it off, `--ray-lint-cache-dir` moves it.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from typing import Any, ClassVar
 
 from ray_lint import __version__
 from ray_lint.api import lint_in_project
+from ray_lint.cache import CACHE_DIR_ENV, CACHE_DIR_NAME, ResultCache, default_directory
 from ray_lint.config import ConfigError, Resolver, check_layer, parse_layer
 from ray_lint.diagnostics import file_error
 from ray_lint.rule import Option, Rule, all_rules
@@ -44,6 +49,7 @@ class RayLintPlugin:
 
     # Set once per process by `parse_options` (flake8 calls it in every worker, forked or spawned).
     resolver: ClassVar[Resolver | None] = None
+    cache: ClassVar[ResultCache | None] = None
     setup_error: ClassVar[str | None] = None
     flake8_skips: ClassVar[frozenset[str]] = frozenset()
 
@@ -65,6 +71,11 @@ class RayLintPlugin:
                     kwargs.update(type=type(option.default), default=None)
                 manager.add_option(_flag(rule, option), **kwargs)
         manager.extend_default_ignore([rule.code for rule in all_rules() if rule.preview])
+        manager.add_option("--ray-lint-no-cache", action="store_true", parse_from_config=True, help="ray-lint: do not read or write its cache")
+        manager.add_option(
+            "--ray-lint-cache-dir", parse_from_config=True,
+            help=f"ray-lint's cache directory (default: ${CACHE_DIR_ENV}, or {CACHE_DIR_NAME} in the project root)",
+        )
 
     @classmethod
     def parse_options(cls, options: argparse.Namespace) -> None:
@@ -83,6 +94,11 @@ class RayLintPlugin:
         if rule_options:
             data["rules"] = rule_options
         cls.flake8_skips = frozenset(code for code in codes if not _flake8_reports(options, code))
+        if getattr(options, "ray_lint_no_cache", False):
+            cls.cache = None
+        else:  # the CLI's cache: a file flake8 checks again unchanged is not parsed again
+            directory = getattr(options, "ray_lint_cache_dir", None)
+            cls.cache = ResultCache(Path(directory) if directory else default_directory(Path.cwd()))
         try:
             cls.resolver = Resolver(check_layer(parse_layer(data, "flake8 options", Path.cwd())))
             cls.setup_error = None
@@ -108,7 +124,9 @@ class RayLintPlugin:
             _warn_once(str(error))  # also on stderr: a `--select` without RAY000 would hide it
             return [file_error(str(error))]
         rules = [rule for rule in settings.rules_for(path) if rule.code not in self.flake8_skips]
-        return lint_in_project("".join(self.lines), path, rules, self.resolver, noqa_comments="caller", python_tree=self.tree)
+        return lint_in_project(
+            "".join(self.lines), path, rules, self.resolver, self.cache, noqa_comments="caller", python_tree=self.tree,
+        )
 
 
 @functools.cache

@@ -162,7 +162,8 @@ class DeprecatedPlacementGroupOptions(Rule):
     severity = Severity.INFO
     category = "deprecation"
     fixable = True
-    tokens = ("placement_group",)
+    # The legacy options as keywords (`placement_group=pg`); not the API's other names (`placement_group(...)`).
+    tokens = ("placement_group=", "placement_group =", "placement_group_bundle_index", "placement_group_capture_child_tasks")
     also_tokens = ("ray",)
     experiment = PlacementGroupOptionsExperiment()
     docs = """

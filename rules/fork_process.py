@@ -12,7 +12,7 @@ from ray_lint.experiment import Plan, ReproductionExperiment, Subject, Variant, 
 from ray_lint.model import RemoteDef, SemanticModel
 from ray_lint.python_model import CallSite
 from ray_lint.ray_api import keyword_arg
-from ray_lint.rule import MAX_MESSAGE, REMOTE_MADE, Context, FixPlan, Invalid, Rule, Valid
+from ray_lint.rule import INIT_CALLED, MAX_MESSAGE, REMOTE_MADE, Context, FixPlan, Invalid, Rule, Valid
 
 IN_DRIVER_WORDS = "in a driver connected to Ray"  # where the fork is, in the message, when not in a worker
 
@@ -101,7 +101,7 @@ class ForkProcess(Rule):
     category = "correctness"
     fixable = True
     # Code that runs connected to Ray: a worker's (which may fork in a helper of another module) or a driver's.
-    tokens = (*REMOTE_MADE, "init(")
+    tokens = (*REMOTE_MADE, *INIT_CALLED)
     experiment = ForkProcessExperiment()
     docs = """
 ## What it does

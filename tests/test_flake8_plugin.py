@@ -236,6 +236,33 @@ def test_spawned_workers_configure_the_plugin(run, tmp_path):
     assert findings(proc) == expected | {("pkg/helpers.py", 8, 5, "RAY001")}
 
 
+# ---------------------------------------------------------------------------- the cache
+
+
+def test_a_second_run_reads_the_cache(flake8, tmp_path):
+    """What the first run found is stored and read back (a message planted in the entry shows it); a
+    changed file, another selection of rules or `--ray-lint-no-cache` lints the text again."""
+    names = make_files(tmp_path, {"a.py": SNIPPET})
+    assert findings(flake8("--select", "RAY", "--extend-ignore", "RAY001", *names)) == set()  # RAY001 did not run
+    assert findings(flake8("--select", "RAY", *names)) == {("a.py", 2, 12, "RAY001")}
+    entry = next(
+        path for path in (tmp_path / ".ray_lint_cache").rglob("*.json") if MESSAGE in path.read_text(encoding="utf-8")
+    )
+    entry.write_text(entry.read_text(encoding="utf-8").replace(MESSAGE, "read from the cache"), encoding="utf-8")
+    assert "a.py:2:12: RAY001 read from the cache" in flake8("--select", "RAY", *names).stdout
+    assert MESSAGE in flake8("--select", "RAY", "--ray-lint-no-cache", *names).stdout
+
+    make_files(tmp_path, {"a.py": "# moved down\n\n" + SNIPPET})
+    proc = flake8("--select", "RAY", *names)
+    assert findings(proc) == {("a.py", 4, 12, "RAY001")} and MESSAGE in proc.stdout
+
+
+def test_cache_dir_option(flake8, tmp_path):
+    names = make_files(tmp_path, {"a.py": SNIPPET})
+    assert findings(flake8("--select", "RAY", "--ray-lint-cache-dir", "elsewhere", *names)) == {("a.py", 2, 12, "RAY001")}
+    assert list((tmp_path / "elsewhere").rglob("*.json")) and not (tmp_path / ".ray_lint_cache").exists()
+
+
 # ---------------------------------------------------------------------------- broken input
 
 
