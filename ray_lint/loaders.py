@@ -34,7 +34,7 @@ MODEL_LOADERS = frozenset({
     "sentence_transformers.SentenceTransformer", "spacy.load", "whisper.load_model", "vllm.LLM", "ultralytics.YOLO",
     "open_clip.create_model_and_transforms", "mlflow.pyfunc.load_model", "mlflow.pytorch.load_model",
     "mlflow.sklearn.load_model", "lightgbm.Booster", "xgboost.Booster", "gensim.models.KeyedVectors.load",
-    *LLAMA_CPP_LOADERS,
+    "faster_whisper.WhisperModel", *LLAMA_CPP_LOADERS,
 })
 # Methods that load a pretrained model whatever class they are called on (transformers, diffusers,
 # sentence-transformers, tokenizers).
@@ -42,7 +42,7 @@ MODEL_LOADER_METHODS = frozenset({"from_pretrained"})
 # The loaders of `MODEL_LOADERS` that build a neural network (an LLM, a diffusion pipeline, a vision net).
 NEURAL_MODEL_LOADERS = frozenset({
     "transformers.pipeline", "torch.hub.load", "sentence_transformers.SentenceTransformer", "whisper.load_model",
-    "vllm.LLM", "ultralytics.YOLO", "timm.create_model", *LLAMA_CPP_LOADERS,
+    "vllm.LLM", "ultralytics.YOLO", "timm.create_model", "faster_whisper.WhisperModel", *LLAMA_CPP_LOADERS,
 })
 # Modules whose classes (Keras) or functions (torchvision) build a vision network: `MobileNetV2(weights=
 # "imagenet")`, `torchvision.models.resnet50(weights=...)`.
@@ -53,7 +53,7 @@ TORCHVISION_NOT_MODELS = frozenset({"get_weight", "get_model_weights", "list_mod
 # Text a file needs to load a neural model in one of the ways `loads_neural_model` knows.
 NEURAL_MODEL_TOKENS = (
     "from_pretrained", "pipeline", "hub", "SentenceTransformer", "load_model", "LLM", "YOLO", "Model.load", "create_model",
-    "applications", "torchvision", "Llama",
+    "applications", "torchvision", "Llama", "WhisperModel",
 )
 # Classes whose `from_pretrained` loads something small beside a model: tokenizers, configs, processors.
 NOT_MODELS = ("Tokenizer", "Config", "Processor", "FeatureExtractor")

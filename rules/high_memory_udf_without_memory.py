@@ -21,7 +21,7 @@ SIZING_OPTIONS = frozenset({
     "memory", "concurrency", "compute", "num_gpus", "resources", "accelerator_type", "ray_remote_args",
     "ray_remote_args_fn",
 })
-LOAD_TOKENS = ("load", "from_pretrained", "read_", "pipeline", "InferenceSession", "SentenceTransformer", "LLM", "YOLO")
+LOAD_TOKENS = ("load", "from_pretrained", "read_", "pipeline", "InferenceSession", "SentenceTransformer", "LLM", "YOLO", "WhisperModel")
 
 
 def _load_in(model: SemanticModel, udf: ClassInfo) -> str | None:

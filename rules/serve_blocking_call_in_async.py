@@ -102,10 +102,12 @@ deployment), a call that holds the replica's event loop:
 - a neural network's inference, on an attribute that holds one loaded in the class
   (`self.model = AutoModelForCausalLM.from_pretrained(...)`, `transformers.pipeline(...)`,
   `torch.hub.load(...)`, `SentenceTransformer(...)`, `whisper.load_model(...)`, `vllm.LLM(...)`,
-  `ultralytics.YOLO(...)`, `timm.create_model(...)`, llama.cpp's `Llama(...)` or LangChain's
-  `LlamaCpp(...)`, a Keras application such as `MobileNetV2(weights="imagenet")`, a
-  `torchvision.models` builder such as `resnet50(...)`, `SomeModel.load(...)`, followed through
-  `.to(device)`, `.eval()` and wrappers such as `torch.compile(model)`): a call of the attribute,
+  `ultralytics.YOLO(...)`, `timm.create_model(...)`, faster-whisper's `WhisperModel(...)`,
+  llama.cpp's `Llama(...)` or LangChain's `LlamaCpp(...)`, a Keras application such as
+  `MobileNetV2(weights="imagenet")`, a `torchvision.models` builder such as `resnet50(...)`,
+  `SomeModel.load(...)`, followed through `.to(device)`, `.eval()`, wrappers such as
+  `torch.compile(model)` and methods of the class that return one,
+  `self.pipe = self._load_pipeline()`): a call of the attribute,
   or its `generate`, `predict`, `predict_proba`, `forward`, `encode`, `transcribe`, `infer`,
   `run`, `invoke`, `create_completion` or `create_chat_completion`;
 - any of those in an `async def` nested in the method (the async generator that a
@@ -183,6 +185,15 @@ make the method a plain `def` (Serve runs it in its thread pool), or
 """
 
     VALID = [
+        Valid(
+            "from ray import serve\nfrom transformers import AutoModel, AutoTokenizer\n\n@serve.deployment\nclass Embedder:\n"
+            "    def __init__(self, name, remote):\n        self.tokenizer = self._tokenizer(name)\n        self.backend = self._backend(name, remote)\n\n"
+            "    def _tokenizer(self, name):\n        return AutoTokenizer.from_pretrained(name)\n\n"
+            "    def _backend(self, name, remote):\n        if remote:\n            return RemoteClient(name)\n"
+            "        return AutoModel.from_pretrained(name)\n\n"
+            "    async def __call__(self, text):\n        ids = self.tokenizer(text)\n        return self.backend(ids)\n",
+            "methods that return a tokenizer, or a model on one path and a client on another: not a model each",
+        ),
         Valid(
             "import asyncio\nfrom ray import serve\n\n@serve.deployment\nclass Model:\n    async def __call__(self, x):\n"
             "        await asyncio.sleep(0.1)\n        return x\n",
@@ -282,6 +293,22 @@ make the method a plain `def` (Serve runs it in its thread pool), or
         ),
     ]
     INVALID = [
+        Invalid(
+            "from ray import serve\nfrom transformers import pipeline\n\n@serve.deployment\nclass Classifier:\n"
+            "    def __init__(self):\n        self.pipe = self._load()\n\n    def _load(self):\n"
+            "        return pipeline('zero-shot-image-classification', model='openai/clip-vit-base-patch32')\n\n"
+            "    async def __call__(self, request):\n        return self.pipe(await request.body())\n",
+            13,
+            note="the model comes from a method of the class that returns it",
+        ),
+        Invalid(
+            "from faster_whisper import WhisperModel\nfrom ray import serve\n\n@serve.deployment(ray_actor_options={'num_gpus': 1})\n"
+            "class ASR:\n    def __init__(self):\n        self.model = WhisperModel('large-v3', device='cuda')\n\n"
+            "    async def transcribe(self, path):\n        segments, info = self.model.transcribe(path)\n"
+            "        return [s.text for s in segments]\n",
+            10,
+            note="faster-whisper's model",
+        ),
         Invalid(
             "import time\nfrom ray import serve\nfrom starlette.responses import StreamingResponse\n\n@serve.deployment\nclass Chat:\n"
             "    async def __call__(self, request):\n        async def chunks():\n            for i in range(10):\n"

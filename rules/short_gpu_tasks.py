@@ -26,6 +26,26 @@ LONG_WORDS = ("train", "fit", "tune", "sweep", "simulat", "solve", "optimiz", "s
 # Modules whose calls start or wait for other processes.
 PROCESS_MODULES = ("subprocess.", "os.system", "os.popen", "multiprocessing.")
 SLEEPS = ("time.sleep",)
+# Calls that count the cluster's GPUs or nodes. A loop of as many tasks as they count runs one task on
+# each GPU (or node) at once: no task waits for a worker that an earlier one could have left behind.
+CLUSTER_COUNTS = frozenset({"ray.cluster_resources", "ray.available_resources", "ray.nodes"})
+
+
+def _one_per_gpu(model: SemanticModel, site: CallSite) -> bool:
+    """Whether the innermost loop around the submission counts the cluster's GPUs or nodes:
+    `range(int(ray.cluster_resources()["GPU"]))`, `for node in ray.nodes()`, or a name bound to such a count."""
+    assert site.loop is not None
+    node = site.loop.node
+    iterated = node.iter if isinstance(node, cst.For) else node.for_in.iter if isinstance(node, COMPREHENSIONS) else None
+    if isinstance(iterated, cst.Call) and isinstance(iterated.func, cst.Name) and iterated.func.value == "range" and len(iterated.args) == 1:
+        iterated = iterated.args[0].value
+    if isinstance(iterated, cst.Name):
+        binding = model.reaching_binding(iterated.value, site.scope, site.index)
+        iterated = binding.value if binding is not None and binding.kind == "assign" else None
+    if iterated is None:
+        return False
+    sites = (model.call_site(call) for call in iter_subtree(iterated) if isinstance(call, cst.Call))
+    return any(each is not None and model.call_name(each) in CLUSTER_COUNTS for each in sites)
 
 
 class _LongBody:
@@ -195,6 +215,8 @@ ray-lint is silent when:
   are what `max_calls=1` is for;
 - the loop is small (a literal count below `min-iterations`), always leaves in its first
   iteration, or sleeps;
+- the loop runs one task per GPU or node of the cluster (`range(int(ray.cluster_resources()["GPU"]))`,
+  `for node in ray.nodes()`): each task gets a GPU of its own at once, so none could reuse a worker;
 - the calls are actor method calls: an actor keeps its process.
 
 ## Example
@@ -239,6 +261,11 @@ changes the structure of the code.
 """
 
     VALID = [
+        Valid(
+            "import ray\n@ray.remote(num_gpus=1)\ndef write_token(token):\n    save(token)\n    return 'ok'\n\n"
+            "gpus = int(ray.cluster_resources().get('GPU', 0))\nray.get([write_token.remote(t) for _ in range(gpus)])\n",
+            "one task per GPU of the cluster, all at once: no task could reuse another's worker",
+        ),
         Valid(
             "import ray\n@ray.remote(num_gpus=1, max_calls=0)\ndef embed(text):\n    return MODEL.encode(text)\n\n"
             "refs = [embed.remote(t) for t in texts]\n",
@@ -343,6 +370,8 @@ changes the structure of the code.
         assert site.loop is not None
         iterations = enclosing_iterations(model, site.loop)
         if iterations is not None and iterations < self.settings["min-iterations"]:
+            return False
+        if _one_per_gpu(model, site):
             return False
         loop: Loop | None = site.loop
         while loop is not None:

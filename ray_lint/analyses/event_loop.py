@@ -35,7 +35,7 @@ from ray_lint.analyses.waits import waiter_called
 from ray_lint.blocking_calls import BLOCKING_TOKENS, blocking_call
 from ray_lint.loaders import NEURAL_MODEL_TOKENS, loads_neural_model
 from ray_lint.model import SemanticModel
-from ray_lint.python_model import CallSite, ClassInfo, FunctionInfo, Scope, between, is_name
+from ray_lint.python_model import AFTER_ALL, CallSite, ClassInfo, FunctionInfo, Scope, between, is_name, iter_subtree
 from ray_lint.rule import MAX_MESSAGE, Context
 
 # How many helper calls deep a stall is followed within one module.
@@ -197,29 +197,41 @@ class _Stalls:
             found = self._models[id(cls)] = frozenset(
                 name
                 for name, writes in stores.items()
-                if any(w.kind == "assign" and w.value is not None and self._holds_model(w.value, w.scope, w.index, 0) for w in writes)
+                if any(w.kind == "assign" and w.value is not None and self._holds_model(w.value, w.scope, w.index, 0, cls) for w in writes)
             )
         return found
 
-    def _holds_model(self, value: cst.BaseExpression, scope: Scope, index: int, depth: int) -> bool:
+    def _holds_model(self, value: cst.BaseExpression, scope: Scope, index: int, depth: int, cls: ClassInfo) -> bool:
         """A loaded model: a loader's call, that call moved or set up (`.to(device).eval()`), a call that
-        wraps a name holding one (`torch.compile(model)`), or such a name."""
+        wraps a name holding one (`torch.compile(model)`), such a name, or a call of a method of `cls`
+        that returns one (`self.pipeline = self._initialize_pipeline()`)."""
         if depth > MAX_NAME_HOPS:
             return False
         if isinstance(value, cst.Name):
             binding = self.model.reaching_binding(value.value, scope, index)
             if binding is None or binding.kind != "assign" or binding.value is None:
                 return False
-            return self._holds_model(binding.value, binding.scope, binding.index, depth + 1)
+            return self._holds_model(binding.value, binding.scope, binding.index, depth + 1, cls)
         if not isinstance(value, cst.Call):
             return False
         if loads_neural_model(self.model, value):
             return True
         func = value.func
         if isinstance(func, cst.Attribute) and func.attr.value in MODEL_SETUP_METHODS:
-            return self._holds_model(func.value, scope, index, depth)
+            return self._holds_model(func.value, scope, index, depth, cls)
+        if isinstance(func, cst.Attribute) and is_name(func.value, "self"):
+            method = self.model.method(cls, func.attr.value)
+            return method is not None and self._returns_model(method, depth + 1, cls)
         first = value.args[0].value if value.args and value.args[0].keyword is None and not value.args[0].star else None
-        return isinstance(first, cst.Name) and self._holds_model(first, scope, index, depth + 1)
+        return isinstance(first, cst.Name) and self._holds_model(first, scope, index, depth + 1, cls)
+
+    def _returns_model(self, method: FunctionInfo, depth: int, cls: ClassInfo) -> bool:
+        """Whether every value the method returns (there is one, `None` aside) is a loaded model."""
+        returned = [
+            node.value for node in iter_subtree(method.node.body, into_functions=False)
+            if isinstance(node, cst.Return) and node.value is not None and not is_name(node.value, "None")
+        ]
+        return bool(returned) and all(self._holds_model(value, method.scope, AFTER_ALL, depth, cls) for value in returned)
 
 
 def _iterated_here(path: list[cst.CSTNode]) -> bool:
