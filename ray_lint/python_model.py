@@ -647,13 +647,18 @@ class PythonModel:
     def literal_iterations(self, loop: Loop) -> int | None:
         """How many times the loop runs, when the code says so: `range(k)`, a literal list or tuple, either
         through `list(...)`, `enumerate(...)` and the like, or a name assigned one of these once."""
+        iterated = self.iterable(loop)
+        return None if iterated is None else self.iteration_count(*iterated, loop.start)
+
+    @staticmethod
+    def iterable(loop: Loop) -> tuple[cst.BaseExpression, Scope] | None:
+        """What a `for` or a comprehension iterates, and the scope it is evaluated in (resolve its names
+        at `loop.start`); None for a `while`."""
         if isinstance(loop.node, cst.While):
             return None
         if isinstance(loop.node, cst.For):
-            iterable, scope = loop.node.iter, loop.scope
-        else:  # a comprehension's first iterable is evaluated in the scope around it
-            iterable, scope = loop.node.for_in.iter, loop.scope.parent or loop.scope
-        return self.iteration_count(iterable, scope, loop.start)
+            return loop.node.iter, loop.scope
+        return loop.node.for_in.iter, loop.scope.parent or loop.scope  # a comprehension's first iterable: the scope around it
 
     def iteration_count(self, expr: cst.BaseExpression, scope: Scope, at: int, depth: int = 0) -> int | None:
         """How many items iterating `expr` (evaluated in `scope` at event `at`) gives, when the code says so:

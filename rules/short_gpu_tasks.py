@@ -35,15 +35,17 @@ def _one_per_gpu(model: SemanticModel, site: CallSite) -> bool:
     """Whether the innermost loop around the submission counts the cluster's GPUs or nodes:
     `range(int(ray.cluster_resources()["GPU"]))`, `for node in ray.nodes()`, or a name bound to such a count."""
     assert site.loop is not None
-    node = site.loop.node
-    iterated = node.iter if isinstance(node, cst.For) else node.for_in.iter if isinstance(node, COMPREHENSIONS) else None
+    found = model.iterable(site.loop)
+    if found is None:
+        return False
+    iterated, scope = found
     if isinstance(iterated, cst.Call) and isinstance(iterated.func, cst.Name) and iterated.func.value == "range" and len(iterated.args) == 1:
         iterated = iterated.args[0].value
     if isinstance(iterated, cst.Name):
-        binding = model.reaching_binding(iterated.value, site.scope, site.index)
-        iterated = binding.value if binding is not None and binding.kind == "assign" else None
-    if iterated is None:
-        return False
+        binding = model.reaching_binding(iterated.value, scope, site.loop.start)
+        if binding is None or binding.kind != "assign" or binding.value is None:
+            return False
+        iterated = binding.value
     sites = (model.call_site(call) for call in iter_subtree(iterated) if isinstance(call, cst.Call))
     return any(each is not None and model.call_name(each) in CLUSTER_COUNTS for each in sites)
 
