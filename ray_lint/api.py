@@ -373,6 +373,8 @@ def _engine_findings(
 
     if cache is None:
         return engine.lint_text(text, rules, project=None, **engine_options)
+    if not engine.wanted(text, rules):  # no findings, and the text scan is cheaper than a cache entry's hash, read and write
+        return []
     settings = resolver.settings_for(path.absolute())
     # The rules that run (a flake8 `--select` may leave some out) and how `# noqa` is read change the findings.
     variant = repr((sorted(rule.code for rule in rules), engine_options.get("noqa_comments")))

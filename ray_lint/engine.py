@@ -69,6 +69,11 @@ def _wanting(text: str, rules: list[Rule]) -> list[Rule]:
     return wanting
 
 
+def wanted(text: str, rules: list[Rule]) -> bool:
+    """Whether some rule's pre-filter passes: a file no rule wants has no findings, and nothing to cache."""
+    return bool(_wanting(text, rules))
+
+
 def lint_text(
     text: str,
     rules: list[Rule],

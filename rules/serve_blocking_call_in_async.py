@@ -310,6 +310,15 @@ make the method a plain `def` (Serve runs it in its thread pool), or
             note="faster-whisper's model",
         ),
         Invalid(
+            "import torch\nfrom lerobot.policies.pi0.modeling_pi0 import PI0Policy\nfrom ray import serve\n\n"
+            "@serve.deployment(ray_actor_options={'num_gpus': 1})\nclass Policy:\n    def __init__(self):\n"
+            "        self.policy = PI0Policy.from_pretrained('lerobot/pi0_libero_base').to('cuda').eval()\n\n"
+            "    async def predict(self, batch):\n        with torch.no_grad():\n"
+            "            action = self.policy.select_action(batch)\n        return action.cpu().numpy()\n",
+            12,
+            note="a LeRobot policy's `select_action`: its forward pass",
+        ),
+        Invalid(
             "import time\nfrom ray import serve\nfrom starlette.responses import StreamingResponse\n\n@serve.deployment\nclass Chat:\n"
             "    async def __call__(self, request):\n        async def chunks():\n            for i in range(10):\n"
             "                time.sleep(0.1)\n                yield f'data: {i}\\n\\n'\n\n"

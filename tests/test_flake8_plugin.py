@@ -257,6 +257,14 @@ def test_a_second_run_reads_the_cache(flake8, tmp_path):
     assert findings(proc) == {("a.py", 4, 12, "RAY001")} and MESSAGE in proc.stdout
 
 
+def test_files_no_rule_wants_get_no_entry(flake8, tmp_path):
+    """A file without Ray code has no findings to keep: its text scan costs less than an entry's hash,
+    read and write (most files of a project are such files)."""
+    names = make_files(tmp_path, {"a.py": SNIPPET, "plain.py": "import os\n\nprint(os.getcwd())\n"})
+    assert findings(flake8("--select", "RAY", *names)) == {("a.py", 2, 12, "RAY001")}
+    assert len(list((tmp_path / ".ray_lint_cache").rglob("*.json"))) == 1
+
+
 def test_cache_dir_option(flake8, tmp_path):
     names = make_files(tmp_path, {"a.py": SNIPPET})
     assert findings(flake8("--select", "RAY", "--ray-lint-cache-dir", "elsewhere", *names)) == {("a.py", 2, 12, "RAY001")}

@@ -43,10 +43,10 @@ MAX_HELPER_DEPTH = 2
 # How many assignments a loaded model is followed through (`model = ...; model = model.eval(); self.m = model`).
 MAX_NAME_HOPS = 4
 # Methods of a model object that run it (`generate` for transformers, `run` for an ONNX session, `invoke` for a
-# LangChain LLM, `create_completion` for llama.cpp's).
+# LangChain LLM, `create_completion` for llama.cpp's, `select_action` for a LeRobot policy).
 INFERENCE_METHODS = frozenset({
     "generate", "predict", "predict_proba", "forward", "encode", "transcribe", "infer", "run", "invoke",
-    "create_completion", "create_chat_completion",
+    "create_completion", "create_chat_completion", "select_action",
 })
 # Methods that move or configure a model and return it: `from_pretrained(...).to(device).eval()`.
 MODEL_SETUP_METHODS = frozenset({"to", "eval", "cuda", "cpu", "half", "float", "bfloat16", "requires_grad_"})
