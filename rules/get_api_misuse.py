@@ -8,7 +8,7 @@ from typing import Literal
 
 import libcst as cst
 
-from ray_lint.analyses.ref_arguments import literal_item_problem, non_list_collection, non_ref_literal
+from ray_lint.analyses.ref_arguments import LITERAL_KINDS, item_problem, non_list_collection, non_ref_literal
 from ray_lint.diagnostics import Severity
 from ray_lint.experiment import Plan, ReproductionExperiment, Subject, Variant, script
 from ray_lint.model import SemanticModel, Submission
@@ -329,7 +329,7 @@ class GetMisuse:
 
 
 class GetApiMisuseExperiment(ReproductionExperiment[GetMisuse]):
-    """The same misuse as the finding (a tuple or a literal, a list holding a literal, a positional
+    """The same misuse as the finding (a tuple or a literal, a list holding a literal or a list, a positional
     timeout or an unknown keyword, an ObjectRefGenerator) passed to `ray.get` on small tasks, against the
     valid call. A negative timeout runs in a driver of its own, since Ray aborts the process."""
 
@@ -365,6 +365,8 @@ class GetApiMisuseExperiment(ReproductionExperiment[GetMisuse]):
             return f"ray.get(refs, {facts.detail or 'timeout_s'}=10)", "ray.get(refs, timeout=10)"
         if facts.kind == "generator":
             return "ray.get(stream.remote(3))", "ray.get(list(stream.remote(3)))"
+        if facts.kind == "item" and not facts.detail.startswith(LITERAL_KINDS):  # a collection in the list
+            return "ray.get([refs])", "ray.get(refs)"
         if facts.kind == "item":
             return "ray.get([refs[0], 0])", "ray.get([refs[0]])"
         if facts.kind == "fetched":
@@ -389,7 +391,8 @@ the cases the source shows literally:
 - a tuple, set, dict, generator expression, `tuple(...)`, `set(...)`, `map(...)`, `zip(...)`,
   `d.values()` of a dict (or a name assigned one of these once) instead of a list;
 - a literal that cannot be an ObjectRef (`ray.get(5)`, `ray.get("key")`, `ray.get(None)`), or a
-  list display holding one (`ray.get([ref, 0])`);
+  list display holding one (`ray.get([ref, 0])`) or holding a collection: the list of refs wrapped
+  in another (`ray.get([refs])`, where `refs` is a list display or comprehension assigned once);
 - a second positional argument (`ray.get(ref, 10)`: `timeout` is keyword-only), or a keyword
   `ray.get` does not have (`timeout_s=`, `num_returns=`);
 - a negative literal `timeout` other than `-1`;
@@ -460,6 +463,10 @@ with `list(...)` or iterated, depends on what the caller does with the result.
 
     VALID = [
         Valid("import ray\nrefs = [f.remote(i) for i in range(4)]\nvalues = ray.get(refs)\n", "a list of refs"),
+        Valid(
+            "import ray\nparts = [f.remote(i) for i in range(4)]\nparts = merge_all.remote(parts)\nvalues = ray.get([parts])\n",
+            "the name that held a list is rebound to a ref",
+        ),
         Valid("import ray\nvalue = ray.get(f.remote(), timeout=10)\n", "timeout by keyword"),
         Valid("import ray\nvalue = ray.get(ref, timeout=-1)\n", "-1 is Ray's 'no timeout'"),
         Valid("import ray\n\ndef fetch(refs):\n    return ray.get(refs)\n", "a parameter: unknown"),
@@ -509,6 +516,7 @@ with `list(...)` or iterated, depends on what the caller does with the result.
     INVALID = [
         Invalid("import ray\nrefs = (load.remote('a'), load.remote('b'))\na, b = ray.get(refs)\n", 3, note="a tuple through a name"),
         Invalid("import ray\nvalues = ray.get({f.remote(), g.remote()})\n", 2, note="a set"),
+        Invalid("import ray\nrefs = [f.remote(i) for i in range(4)]\nvalues = ray.get([refs])\n", 3, note="the list of refs wrapped in another list"),
         Invalid("import ray\nvalues = ray.get(f.remote(x) for x in xs)\n", 2, note="a generator expression"),
         Invalid(
             "import ray\nfutures = {}\nfor name in names:\n    futures[name] = load.remote(name)\nvalues = ray.get(futures.values())\n",
@@ -577,9 +585,9 @@ with `list(...)` or iterated, depends on what the caller does with the result.
         if kind is not None:
             return arg, f"`ray.get` on {kind}, which is not an ObjectRef, raises `ValueError`", GetMisuse("not-ref", kind)
         if isinstance(value, cst.List) and not any(isinstance(e, cst.StarredElement) for e in value.elements):
-            found = literal_item_problem([e.value for e in value.elements])
+            found = item_problem(model, [e.value for e in value.elements], site.scope, site.index)
             if found is not None:
-                return found[0], f"`ray.get` on a list holding {found[1]} raises `TypeError`", GetMisuse("item")
+                return found[0], f"`ray.get` on a list holding {found[1]} raises `TypeError`", GetMisuse("item", found[1])
         helper = self._fetching_helper(model, value, site)
         if helper is not None:
             called = ctx.snippet(helper.func, 30)

@@ -7,7 +7,7 @@ from typing import Literal
 
 import libcst as cst
 
-from ray_lint.analyses.ref_arguments import literal_item_problem, non_list_collection, non_ref_literal
+from ray_lint.analyses.ref_arguments import LITERAL_KINDS, item_problem, non_list_collection, non_ref_literal
 from ray_lint.diagnostics import Severity
 from ray_lint.experiment import Plan, ReproductionExperiment, Subject, Variant, script
 from ray_lint.model import SemanticModel
@@ -162,6 +162,8 @@ class WaitApiMisuseExperiment(ReproductionExperiment[WaitMisuse]):
             return f"ray.wait({given})", "ray.wait(refs)"
         if facts.kind == "timeout":
             return f"ray.wait(refs, timeout={facts.detail or '-1'})", "ray.wait(refs, timeout=None)"
+        if facts.kind == "item" and not facts.detail.startswith(LITERAL_KINDS):  # a collection in the list
+            return "ray.wait([refs])", "ray.wait(refs)"
         if facts.kind == "item":
             return "ray.wait([refs[0], 0])", "ray.wait([refs[0]])"
         if facts.kind == "duplicate":
@@ -193,7 +195,8 @@ shows literally:
 - a tuple, set, generator expression, `tuple(...)`, `d.values()` of a dict, and so on, instead
   of a list;
 - a negative literal `timeout`;
-- a list display holding a literal (`ray.wait([ref, 0])`);
+- a list display holding a literal (`ray.wait([ref, 0])`) or a collection: the list of refs
+  wrapped in another (`ray.wait([refs])`, where `refs` is a list display or comprehension assigned once);
 - the same ref twice in a list display (`ray.wait([a, a])`);
 - a literal `num_returns` larger than a list display (or a list assigned once and never
   changed), or `num_returns` of 0 or less;
@@ -206,7 +209,7 @@ shows literally:
 - a single `ObjectRef` or `ObjectRefGenerator` raises `TypeError: wait() expected a list of
   ray.ObjectRef or ray.ObjectRefGenerator, got a single ray.ObjectRef ...`;
 - any other non-list raises the same `TypeError`, `got <class 'tuple'>`, and an item that is not
-  a ref raises it with `got list containing <class 'int'>`;
+  a ref raises it with `got list containing <class 'int'>` (`<class 'list'>` for a nested list);
 - `timeout < 0` raises `ValueError: The 'timeout' argument must be nonnegative` (unlike
   `ray.get`, where `-1` means "no limit");
 - duplicates raise `ValueError: Wait requires a list of unique ray_waitables.`;
@@ -277,6 +280,14 @@ There is no automatic fix: the intended list or count is not always clear from t
             "import ray\nref = f.remote()\nref = [ref]\nready, _ = ray.wait(ref)\n",
             "rebound to a list before the wait",
         ),
+        Valid(
+            "import ray\nrefs = [f.remote(i) for i in range(4)]\nfirst = refs[0]\nready, _ = ray.wait([first, refs[1]])\n",
+            "items taken out of a list of refs are refs",
+        ),
+        Valid(
+            "import ray\nbatch = [f.remote(i) for i in range(4)]\nbatch = batch[0]\nready, _ = ray.wait([batch], timeout=0)\n",
+            "the name that held a list is rebound to one of its refs",
+        ),
     ]
     INVALID = [
         Invalid(
@@ -296,6 +307,11 @@ There is no automatic fix: the intended list or count is not always clear from t
         Invalid("import ray\ndone, rest = ray.wait(object_refs=refs, num_returns=1)\n", 2, note="the pre-2.x keyword name"),
         Invalid("import ray\ndone, rest = ray.wait(refs, timeout=-1)\n", 2, note="negative timeout"),
         Invalid("import ray\nref = f.remote()\ndone, rest = ray.wait([ref, ref])\n", 3, note="duplicates"),
+        Invalid(
+            "import ray\npending = [f.remote(i) for i in range(4)]\nready, _ = ray.wait([pending], num_returns=len(pending), timeout=60)\n",
+            3,
+            note="the list of refs wrapped in another list",
+        ),
         Invalid(
             "import ray\nrefs = [train.remote(c) for c in cs]\ndone, rest = ray.wait([refs[0], refs[0]], num_returns=1)\n",
             3,
@@ -362,12 +378,12 @@ There is no automatic fix: the intended list or count is not always clear from t
         named = ""  # for a list held by a name, where it was assigned: the report is at the wait
         if items is not None and items is not value:
             named = f" `{ctx.snippet(value, 16)}` ({ctx.line_of(items)})"
-        found = literal_item_problem(elements)
+        found = item_problem(model, elements, site.scope, site.index)
         if found is not None:
             return (
                 found[0] if not named else arg,
                 f"`ray.wait` on a list{named} holding {found[1]} raises `TypeError`",
-                WaitMisuse("item"),
+                WaitMisuse("item", found[1]),
             )
         duplicate = self._duplicate(elements)
         if duplicate is not None:

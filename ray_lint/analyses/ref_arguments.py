@@ -94,6 +94,10 @@ def non_list_collection(model: SemanticModel, expr: cst.BaseExpression, scope: S
     return None
 
 
+# What `non_ref_literal` calls the literals it finds; every other kind `item_problem` gives is a collection.
+LITERAL_KINDS = ("a number", "a string", "bytes", "a bool", "None", "a lambda")
+
+
 def non_ref_literal(expr: cst.BaseExpression) -> str | None:
     """What a literal that cannot be an ObjectRef is: a number, a string, bytes, a bool, None or a lambda."""
     if literal_number(expr) is not None or isinstance(expr, cst.Imaginary):
@@ -111,11 +115,26 @@ def non_ref_literal(expr: cst.BaseExpression) -> str | None:
     return None
 
 
-def literal_item_problem(elements: list[cst.BaseExpression]) -> tuple[cst.BaseExpression, str] | None:
-    """The first item of a list display that is a literal and so cannot be an ObjectRef."""
+def item_problem(
+    model: SemanticModel, elements: list[cst.BaseExpression], scope: Scope, at: int,
+) -> tuple[cst.BaseExpression, str] | None:
+    """The first item of a list display that provably is not an ObjectRef: a literal, or a collection
+    (the list of refs wrapped in another, `ray.wait([refs])`)."""
     for element in elements:
-        kind = non_ref_literal(element)
+        kind = non_ref_literal(element) or _collection(model, element, scope, at)
         if kind is not None:
             return element, kind
     return None
+
+
+def _collection(model: SemanticModel, expr: cst.BaseExpression, scope: Scope, at: int) -> str | None:
+    """What `expr` is when it is provably a list or another collection: a display, a comprehension, or a
+    name assigned one once."""
+    if isinstance(expr, (cst.List, cst.ListComp)):
+        return "a list"
+    if isinstance(expr, cst.Name):
+        value = _sole_assignment(model, expr, scope, at)
+        if isinstance(value, (cst.List, cst.ListComp)):
+            return f"a list (assigned to `{expr.value}`)"
+    return non_list_collection(model, expr, scope, at)
 
