@@ -41,7 +41,7 @@ MODEL_LOADERS = frozenset({
 MODEL_LOADER_METHODS = frozenset({"from_pretrained"})
 # The loaders of `MODEL_LOADERS` that build a neural network (an LLM, a diffusion pipeline, a vision net).
 NEURAL_MODEL_LOADERS = frozenset({
-    "transformers.pipeline", "torch.hub.load", "sentence_transformers.SentenceTransformer", "whisper.load_model",
+    "transformers.pipeline", "onnxruntime.InferenceSession", "torch.hub.load", "sentence_transformers.SentenceTransformer", "whisper.load_model",
     "vllm.LLM", "ultralytics.YOLO", "timm.create_model", "faster_whisper.WhisperModel", *LLAMA_CPP_LOADERS,
 })
 # Modules whose classes (Keras) or functions (torchvision) build a vision network: `MobileNetV2(weights=
@@ -53,7 +53,7 @@ TORCHVISION_NOT_MODELS = frozenset({"get_weight", "get_model_weights", "list_mod
 # Text a file needs to load a neural model in one of the ways `loads_neural_model` knows.
 NEURAL_MODEL_TOKENS = (
     "from_pretrained", "pipeline", "hub", "SentenceTransformer", "load_model", "LLM", "YOLO", "Model.load", "create_model",
-    "applications", "torchvision", "Llama", "WhisperModel",
+    "applications", "torchvision", "Llama", "WhisperModel", "InferenceSession",
 )
 # Classes whose `from_pretrained` loads something small beside a model: tokenizers, configs, processors.
 NOT_MODELS = ("Tokenizer", "Config", "Processor", "FeatureExtractor")
@@ -63,8 +63,10 @@ def loads_neural_model(model: SemanticModel, call: cst.Call) -> bool:
     """Whether the call builds a neural network from its weights, one whose forward pass takes tens of
     milliseconds or more: one of `NEURAL_MODEL_LOADERS`, a `from_pretrained` of a model class (not of a
     tokenizer or a config), `SomeModel.load(...)` (Ludwig), or a vision network's constructor (a Keras
-    application, a `torchvision.models` builder). Classic models (XGBoost, scikit-learn through MLflow or
-    joblib) and Keras files of any size are left out: a prediction of theirs may take a millisecond."""
+    application, a `torchvision.models` builder). An ONNX Runtime session counts: ONNX is how neural
+    networks are exported for serving (a scikit-learn model converted to ONNX is the rare exception).
+    Classic models (XGBoost, scikit-learn through MLflow or joblib) and Keras files of any size are left
+    out: a prediction of theirs may take a millisecond."""
     func = call.func
     if isinstance(func, cst.Attribute):
         receiver = dotted_name(func.value) or ""

@@ -102,14 +102,14 @@ deployment), a call that holds the replica's event loop:
 - a neural network's inference, on an attribute that holds one loaded in the class
   (`self.model = AutoModelForCausalLM.from_pretrained(...)`, `transformers.pipeline(...)`,
   `torch.hub.load(...)`, `SentenceTransformer(...)`, `whisper.load_model(...)`, `vllm.LLM(...)`,
-  `ultralytics.YOLO(...)`, `timm.create_model(...)`, faster-whisper's `WhisperModel(...)`,
-  llama.cpp's `Llama(...)` or LangChain's `LlamaCpp(...)`, a Keras application such as
+  `ultralytics.YOLO(...)`, `timm.create_model(...)`, faster-whisper's `WhisperModel(...)`, an ONNX
+  Runtime `InferenceSession(...)`, llama.cpp's `Llama(...)` or LangChain's `LlamaCpp(...)`, a Keras application such as
   `MobileNetV2(weights="imagenet")`, a `torchvision.models` builder such as `resnet50(...)`,
   `SomeModel.load(...)`, followed through `.to(device)`, `.eval()`, wrappers such as
   `torch.compile(model)` and methods of the class that return one,
   `self.pipe = self._load_pipeline()`): a call of the attribute,
   or its `generate`, `predict`, `predict_proba`, `forward`, `encode`, `transcribe`, `infer`,
-  `run`, `invoke`, `create_completion` or `create_chat_completion`;
+  `run`, `invoke`, `create_completion`, `create_chat_completion` or `select_action` (a LeRobot policy);
 - any of those in an `async def` nested in the method (the async generator that a
   `StreamingResponse` iterates runs on the replica's loop too);
 - a call of a synchronous helper that does one of those whenever it runs: a function of the
@@ -317,6 +317,14 @@ make the method a plain `def` (Serve runs it in its thread pool), or
             "            action = self.policy.select_action(batch)\n        return action.cpu().numpy()\n",
             12,
             note="a LeRobot policy's `select_action`: its forward pass",
+        ),
+        Invalid(
+            "import onnxruntime as ort\nfrom ray import serve\n\n@serve.deployment\nclass LangId:\n    def __init__(self, path):\n"
+            "        self.session = ort.InferenceSession(path, providers=['CPUExecutionProvider'])\n\n"
+            "    async def detect(self, features):\n        name = self.session.get_inputs()[0].name\n"
+            "        return self.session.run(None, {name: features})[0]\n",
+            11,
+            note="an ONNX Runtime session's `run`",
         ),
         Invalid(
             "import time\nfrom ray import serve\nfrom starlette.responses import StreamingResponse\n\n@serve.deployment\nclass Chat:\n"
