@@ -17,8 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 NOTEBOOK_INSTALL = "notebook"  # the file name a notebook's own `!pip install` lines go by
-# A word `ray` (not `array`, `ray-lint` or `ray_lint`): a file without one declares nothing about Ray.
-_RAY_WORD = re.compile(r"(?<![\w-])ray(?![\w-])")
+# A word `ray` (not `array`, `ray-lint` or `ray_lint`), or the `ray-ml` and `ray-llm` of Ray's images
+# (`FROM anyscale/ray-llm:2.54.1`): a file without one declares nothing about Ray.
+_RAY_WORD = re.compile(r"(?<![\w-])ray(?:-ml|-llm)?(?![\w-])")
 # Ray's packages on conda-forge: a conda environment may name one of these rather than `ray`.
 CONDA_RAY_PACKAGES = r"ray(?:-(?:core|default|all|air|data|train|tune|serve|rllib|client))?"
 _CONDA_RAY_WORD = re.compile(rf"(?<![\w-]){CONDA_RAY_PACKAGES}(?![\w-])")

@@ -4,7 +4,7 @@ A rule about an API that changed (a deprecation, an error added in some release)
 Ray a project runs. Every declaration of Ray in the nearest directory that has one must hold (their
 specifiers are intersected): `[project]` dependencies, optional dependencies and `[dependency-groups]`
 and Poetry's `ray = "^2.9"` in `pyproject.toml`; `requirements*.txt` and `setup.cfg` lines; the
-requirement strings of `setup.py`; `FROM rayproject/ray:2.9.0` (or `anyscale/ray:...`) and
+requirement strings of `setup.py`; `FROM rayproject/ray:2.9.0` (or `anyscale/ray:...`, `ray-ml` and `ray-llm` images too) and
 `RUN pip install "ray==2.9.0"` in a `Dockerfile`; the items of a conda environment's dependencies
 (`- ray[air]==2.8.1` under `pip:`, conda's own `- ray-core=2.8.1`); a notebook's
 `!pip install "ray[data]==2.2.0"`. `[tool.ray-lint] ray-version = ">=2.40"`

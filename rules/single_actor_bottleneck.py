@@ -12,11 +12,13 @@ from ray_lint.diagnostics import Severity
 from ray_lint.experiment import Experiment, Plan, Subject, Variant, replayed, script, timed
 from ray_lint.model import RemoteDef, SemanticModel
 from ray_lint.python_model import COMPREHENSIONS, CallSite, Loop
+from ray_lint.ray_api import keyword_arg
 from ray_lint.rule import Context, Invalid, Rule, Valid
 
 COLLECTING_METHODS = frozenset({"append", "appendleft", "add", "put", "put_nowait", "insert"})
 # Options that make an actor a deliberate singleton: a named or detached service.
 SINGLETON_OPTIONS = ("name", "lifetime", "get_if_exists")
+CAPTURE_CHILDREN = "placement_group_capture_child_tasks"
 
 
 @dataclass(frozen=True)
@@ -80,7 +82,9 @@ of 0.5 s taking 2.5 s on one actor and 1.5 s on five. Measured on a 2-core machi
 ray-lint is silent when the serialization is the point or does not happen: the method changes
 the actor's state (counters, buffers, caches, an environment or optimizer `step`), the actor is
 async or threaded (`max_concurrency`, concurrency groups), it holds a GPU (one device, one
-model), it is a named or detached service, the calls go to different actors (`actors[i % n]`,
+model), it coordinates a placement group's gang (`placement_group_capture_child_tasks=True`: an
+inference engine whose workers hold the group's GPUs), it is a named or detached service, the
+calls go to different actors (`actors[i % n]`,
 `ray.util.ActorPool`), the handle is created in the loop, the results are not wanted
 (fire-and-forget calls such as logging), or the loop repeats one identical call and throws the
 result away (a warm-up). When the calls are fetched one by one with `ray.get` in the loop, this
@@ -160,6 +164,16 @@ There is no automatic fix: how many actors to run depends on their memory and th
         Valid(
             "import ray\n@ray.remote(num_gpus=1)\nclass M:\n    def predict(self, x):\n        return self.model(x)\n\nm = M.remote()\nrefs = [m.predict.remote(x) for x in xs]\n",
             "one model on one GPU",
+        ),
+        Valid(
+            "import ray\nfrom ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy\n\n@ray.remote\nclass Engine:\n"
+            "    def __init__(self):\n        self.engine = start_engine(tp=8)\n    def generate(self, prompts):\n"
+            "        return self.engine.generate(prompts)\n\npg = ray.util.placement_group([{'GPU': 4}] * 2)\n"
+            "engine = Engine.options(num_gpus=0, scheduling_strategy=PlacementGroupSchedulingStrategy(\n"
+            "    placement_group=pg, placement_group_capture_child_tasks=True)).remote()\n"
+            "futures = [engine.generate.remote(prompts[i:i + 20]) for i in range(0, len(prompts), 20)]\n"
+            "results = ray.get(futures)\n",
+            "the coordinator of a placement group's gang: its workers hold the GPUs, and there is one engine",
         ),
         Valid(
             "import ray\n@ray.remote\nclass M:\n    def predict(self, x):\n        return x\n\nrefs = []\nfor x in xs:\n    m = M.remote()\n    refs.append(m.predict.remote(x))\n",
@@ -246,10 +260,23 @@ There is no automatic fix: how many actors to run depends on their memory and th
             )
 
     def _serializes(self, model: SemanticModel, actor: RemoteDef) -> bool:
-        """Not a deliberate one-of-a-kind actor (a GPU holder, a named service)."""
-        if model.gpu_request(actor) != "none":
+        """Not a deliberate one-of-a-kind actor (a GPU holder, a named service, a gang's coordinator)."""
+        if model.gpu_request(actor) != "none" or _coordinates_gang(actor):
             return False
         return not any(any(True for _ in actor.option_values(name)) for name in SINGLETON_OPTIONS)
+
+
+def _coordinates_gang(actor: RemoteDef) -> bool:
+    """Whether the actor is placed in a placement group whose tasks and actors it starts land there too
+    (`placement_group_capture_child_tasks=True`, in a `PlacementGroupSchedulingStrategy` or as the legacy
+    option): it coordinates a gang of reserved resources, such as an inference engine whose workers hold
+    the group's GPUs, and there is one of it by design."""
+    values = list(actor.option_values(CAPTURE_CHILDREN))
+    for strategy in actor.option_values("scheduling_strategy"):
+        captured = keyword_arg(strategy, CAPTURE_CHILDREN) if isinstance(strategy, cst.Call) else None
+        if captured is not None:
+            values.append(captured.value)
+    return any(isinstance(value, cst.Name) and value.value == "True" for value in values)
 
 
 def _fetch_in_iteration(model: SemanticModel, site: CallSite) -> CallSite | None:

@@ -36,6 +36,8 @@ def write(path: Path, text: str) -> Path:
         ("setup.cfg", "[options]\ninstall_requires =\n    ray>=2.20\n", ">=2.20"),
         ("Dockerfile", "FROM rayproject/ray:2.9.0-py310-gpu\nRUN pip install x\n", "==2.9.0"),
         ("containerfile", "FROM anyscale/ray:2.57.0-slim-py312-cu128\n", "==2.57.0"),
+        ("Dockerfile", "FROM anyscale/ray-llm:2.54.1-py311-cu128\nRUN sudo apt-get install -y ffmpeg\n", "==2.54.1"),
+        ("Dockerfile", "FROM rayproject/ray-ml:2.9.0-gpu\n", "==2.9.0"),
         ("dockerfile", "FROM python:3.10\nRUN pip install --no-cache-dir torch \\\n    'ray[air]==2.9.0' && ray --version\n", "==2.9.0"),
         ("conda_env.yml", "dependencies:\n  - python=3.10\n  - pip:\n      - ray[air]==2.8.1  # Train\n      - ray-lint\n", "==2.8.1"),
         ("environment.yaml", "dependencies:\n  - ray-core=2.9\n  - array-api=1\n", "==2.9.*"),
