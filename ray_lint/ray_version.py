@@ -3,7 +3,8 @@
 A rule about an API that changed (a deprecation, an error added in some release) is right only for the
 Ray a project runs. Every declaration of Ray in the nearest directory that has one must hold (their
 specifiers are intersected): `[project]` dependencies, optional dependencies and `[dependency-groups]`
-and Poetry's `ray = "^2.9"` in `pyproject.toml`; `requirements*.txt` and `setup.cfg` lines; the
+and Poetry's `ray = "^2.9"` in `pyproject.toml`; `requirements*.txt` and `setup.cfg` lines (and a
+comment there that names the Ray image, `# base image: anyscale/ray:2.24.0-py311`); the
 requirement strings of `setup.py`; `FROM rayproject/ray:2.9.0` (or `anyscale/ray:...`, `ray-ml` and `ray-llm` images too) and
 `RUN pip install "ray==2.9.0"` in a `Dockerfile`; the items of a conda environment's dependencies
 (`- ray[air]==2.8.1` under `pip:`, conda's own `- ray-core=2.8.1`); a notebook's
@@ -39,6 +40,8 @@ KNOWN_RELEASES = tuple(Version(f"1.{minor}.0") for minor in range(14)) + tuple(V
 _NO_FLOOR = Version("0.0.1")
 _NO_CEILING = Version("999")
 _IMAGE = re.compile(r"^\s*FROM\s+(?:--\S+\s+)*(?:\S+/)?(?:rayproject|anyscale)/ray(?:-ml|-llm)?:(\d+\.\d+(?:\.\d+)?)", re.MULTILINE)
+# A requirements file's comment that names the Ray image it installs into (`# base image: anyscale/ray:2.24.0-py311`).
+_IMAGE_COMMENT = re.compile(r"#.*?\b(?:rayproject|anyscale)/ray(?:-ml|-llm)?:(\d+\.\d+(?:\.\d+)?)")
 _WHEEL = re.compile(r"/ray-(\d+\.\d+\.\d+)[-.]")
 _POETRY_CARET = re.compile(r"^\^(\d+)(?:\.(\d+))?(?:\.(\d+))?$")
 _POETRY_TILDE = re.compile(r"^~(\d+)\.(\d+)(?:\.(\d+))?$")
@@ -126,7 +129,7 @@ def _specifiers(name: str, text: str) -> list[str]:
     if is_conda_environment(name):
         return _conda_specifiers(text)
     found = (_ray_specifier(line.split("#", 1)[0].strip()) for line in text.splitlines())
-    return [specifier for specifier in found if specifier is not None]
+    return [specifier for specifier in found if specifier is not None] + [f"=={version}" for version in _IMAGE_COMMENT.findall(text)]
 
 
 def _pip_install_specifiers(text: str) -> list[str]:

@@ -102,7 +102,8 @@ name (`f` is still the plain function), the remote binding happens in a branch t
 outside of, or the call is in a nested function while the module rebinds the name. It is also
 silent on `f.remote(...)`, `f.options(...).remote(...)`, `f.bind(...)`, on `f` passed as a value,
 on decorators named `remote` that are not Ray's, and on calls made under `pytest.raises(...)` or
-`self.assertRaises(...)`, which test the error on purpose.
+`self.assertRaises(...)`, or in a `try` whose `except TypeError:` catches the error, which show it
+on purpose (a broader `except Exception:` does not count: it would hide the error).
 
 ## Why is this bad?
 `ray.remote` replaces the function or class with a Ray object whose `__call__` always raises.
@@ -185,6 +186,11 @@ that uses the result needs a `ray.get(...)` the fix does not add.
             "a test that expects the TypeError",
         ),
         Valid(
+            "import ray\n\n@ray.remote\ndef f(x):\n    return x\n\ntry:\n    f(1)\nexcept TypeError as error:\n"
+            "    print(error)  # a tutorial shows the error\n",
+            "a try that catches the TypeError by name",
+        ),
+        Valid(
             "import ray\n\n@ray.remote\nclass Counter:\n    def add(self, n):\n        return n\n\nc = Counter.remote()\n"
             "ref = c.add.remote(1)\nc = LocalCounter()\nc.add(2)\n",
             "the handle's name is rebound to a local object",
@@ -200,6 +206,14 @@ that uses the result needs a `ray.get(...)` the fix does not add.
         Valid("import ray\nfrom tasks import f\n\ny = f(1)\n", "imported: this file does not show what `f` is"),
     ]
     INVALID = [
+        Invalid(
+            "import ray\n\n@ray.remote\ndef load(path):\n    return path\n\ntry:\n    data = load('a.csv')\nexcept Exception:\n"
+            "    data = None\n",
+            8,
+            fixed="import ray\n\n@ray.remote\ndef load(path):\n    return path\n\ntry:\n    data = load.remote('a.csv')\nexcept Exception:\n"
+            "    data = None\n",
+            note="a broad except hides the TypeError: the call never runs",
+        ),
         Invalid(
             "import ray\n\n@ray.remote\ndef square(x):\n    return x * x\n\nresults = [square(x) for x in range(4)]\n",
             7,
@@ -393,7 +407,9 @@ class _Checker:
         return False
 
     def expects_raise(self, call: cst.Call) -> bool:
-        """Whether the call runs under `with pytest.raises(...)` or `with self.assertRaises(...)`."""
+        """Whether the call runs under `with pytest.raises(...)` or `with self.assertRaises(...)`, or in the
+        body of a `try` that catches `TypeError` by name: code that shows the error on purpose."""
+        child: cst.CSTNode = call
         current: cst.CSTNode | None = self.parents.get(id(call))
         while current is not None and not isinstance(current, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
             if isinstance(current, cst.With):
@@ -402,5 +418,15 @@ class _Checker:
                     name = dotted_name(expr)
                     if name is not None and name.rsplit(".", 1)[-1] in RAISES_CONTEXTS:
                         return True
-            current = self.parents.get(id(current))
+            if isinstance(current, cst.Try) and child is current.body and any(_catches_type_error(h) for h in current.handlers):
+                return True
+            child, current = current, self.parents.get(id(current))
         return False
+
+
+def _catches_type_error(handler: cst.ExceptHandler) -> bool:
+    """`except TypeError:` or `except (TypeError, ...):`; a broader `except Exception:` is no sign that the
+    code expects this error (it may hide it)."""
+    kind = handler.type
+    caught = [element.value for element in kind.elements] if isinstance(kind, cst.Tuple) else [kind]
+    return any(isinstance(name, cst.Name) and name.value == "TypeError" for name in caught)

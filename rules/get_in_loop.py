@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from ray_lint.analyses.actor_state import blocks_or_reads, returns_stored_state
+from ray_lint.analyses.actor_state import blocks_or_reads, returns_stored_state, waits_on_actors
 from ray_lint.analyses.loop_dependence import (
     LoopResults,
     carried_names,
@@ -160,6 +160,9 @@ ray-lint stays silent when the loop cannot be parallel or is already right:
   iteration (pipelining);
 - the `ray.get` is in the loop's iterable (`for v in ray.get(refs)`), which runs once;
 - the loop always exits in its first iteration;
+- the call is to an actor method that itself waits on calls to actors (`ray.get(peer.name.remote())`
+  in its body): actors that run one call at a time and wait on each other would deadlock if all
+  were called at once, so waiting for each in turn is right;
 - the call is to an actor method that exists to block (`lock.acquire.remote()`, `release`,
   `wait`, `barrier`, `notify`): a critical section or a barrier is sequential on purpose;
 - the loop leaves right after the get, retries until an attempt succeeds (`try: ...; break`),
@@ -266,6 +269,15 @@ the statement that replaces it.
 """
 
     VALID = [
+        Valid(
+            "import ray\n\n@ray.remote\nclass Friend:\n    def __init__(self, name):\n        self.name = name\n"
+            "        self.friends = []\n    def add(self, other):\n        self.friends.append(other)\n"
+            "    def get_name(self):\n        return self.name\n    def display(self):\n"
+            "        return [ray.get(f.get_name.remote()) for f in self.friends]\n\n"
+            "a, b = Friend.remote('a'), Friend.remote('b')\nray.get([a.add.remote(b), b.add.remote(a)])\n"
+            "labels = [ray.get(x.display.remote()) for x in [a, b]]\n",
+            "each display waits on the other actor: called at once, a and b would each wait for the other",
+        ),
         Valid(
             "import ray\n\n@ray.remote\nclass Env:\n    def step(self, a):\n        return a\n\n"
             "class Worker:\n    def __init__(self):\n        self.actor = Env.remote()\n\n"
@@ -711,6 +723,8 @@ the statement that replaces it.
         ):
             self._check_startup_wait(ctx, get, get_functions, helpers)
             return
+        if submission.kind == "actor-method" and waits_on_actors(model, submission.remote, submission.method):
+            return  # all called at once, actors that wait on each other would deadlock
         created_in = origin.binding.loop if origin.binding is not None else producer.loop
         loop = model.common_loop(get.loop, created_in)
         if loop is None:

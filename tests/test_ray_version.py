@@ -31,6 +31,7 @@ def write(path: Path, text: str) -> Path:
         ("pyproject.toml", '[tool.poetry.dependencies]\nray = {version = "^2.9", extras = ["data"]}\n', "<3.0,>=2.9"),
         ("pyproject.toml", '[tool.poetry.group.dev.dependencies]\nray = "~2.9.1"\n', "<2.10,>=2.9.1"),
         ("requirements.txt", "# pinned\nray[tune]==2.9.3  # for Tune\nraydium>=1\n-r base.txt\n", "==2.9.3"),
+        ("requirements.txt", "# base image: anyscale/ray:2.24.0-py311\nvllm==0.5.0.post1\ntorch==2.3.0\n", "==2.24.0"),
         ("requirements-gpu.txt", "ray @ https://example.com/wheels/ray-2.48.0-cp312-manylinux2014_x86_64.whl\n", "==2.48.0"),
         ("setup.py", 'from setuptools import setup\nsetup(install_requires=["ray[serve]>=2.40", "numpy"])\n', ">=2.40"),
         ("setup.cfg", "[options]\ninstall_requires =\n    ray>=2.20\n", ">=2.20"),
