@@ -39,9 +39,11 @@ else:
 KNOWN_RELEASES = tuple(Version(f"1.{minor}.0") for minor in range(14)) + tuple(Version(f"2.{minor}.0") for minor in range(61))
 _NO_FLOOR = Version("0.0.1")
 _NO_CEILING = Version("999")
-_IMAGE = re.compile(r"^\s*FROM\s+(?:--\S+\s+)*(?:\S+/)?(?:rayproject|anyscale)/ray(?:-ml|-llm)?:(\d+\.\d+(?:\.\d+)?)", re.MULTILINE)
+# One of Ray's images and its version (`rayproject/ray-ml:2.9.0`, `anyscale/ray-llm:2.54.1-py311-cu128`).
+_RAY_IMAGE = r"(?:rayproject|anyscale)/ray(?:-ml|-llm)?:(\d+\.\d+(?:\.\d+)?)"
+_IMAGE = re.compile(rf"^\s*FROM\s+(?:--\S+\s+)*(?:\S+/)?{_RAY_IMAGE}", re.MULTILINE)
 # A requirements file's comment that names the Ray image it installs into (`# base image: anyscale/ray:2.24.0-py311`).
-_IMAGE_COMMENT = re.compile(r"#.*?\b(?:rayproject|anyscale)/ray(?:-ml|-llm)?:(\d+\.\d+(?:\.\d+)?)")
+_IMAGE_COMMENT = re.compile(rf"#.*?\b{_RAY_IMAGE}")
 _WHEEL = re.compile(r"/ray-(\d+\.\d+\.\d+)[-.]")
 _POETRY_CARET = re.compile(r"^\^(\d+)(?:\.(\d+))?(?:\.(\d+))?$")
 _POETRY_TILDE = re.compile(r"^~(\d+)\.(\d+)(?:\.(\d+))?$")

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from ray_lint.analyses.actor_state import blocks_or_reads, returns_stored_state, waits_on_actors
+from ray_lint.analyses.actor_state import blocks_or_reads, returns_stored_state
 from ray_lint.analyses.loop_dependence import (
     LoopResults,
     carried_names,
@@ -18,7 +18,7 @@ from ray_lint.analyses.loop_dependence import (
     sequential_by_design,
 )
 from ray_lint.analyses.loops import runs_in_one_iteration
-from ray_lint.analyses.waits import waited_before, waiter_called, waiting_functions
+from ray_lint.analyses.waits import waited_before, waiter_called, waiting_functions, waits_on_actors
 from ray_lint.diagnostics import Applicability, Severity
 from ray_lint.experiment import (
     Experiment,

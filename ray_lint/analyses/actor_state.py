@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ray_lint.model import RemoteDef, SemanticModel
-from ray_lint.python_model import FunctionInfo, PythonModel, between, block_statements, iter_subtree, root_name
+from ray_lint.model import RemoteDef
+from ray_lint.python_model import FunctionInfo, PythonModel, between, block_statements, root_name
 
 # Method names that change the object they are called on (containers, queues, files, optimizers,
 # environments, connections, metrics): calling one on `self.x` makes an actor method stateful.
@@ -128,34 +128,3 @@ def returns_stored_state(model: PythonModel, remote: RemoteDef | None, method: s
         and last.value.value.value == "self"
     )
 
-
-def waits_on_actors(model: SemanticModel, remote: RemoteDef | None, method: str | None) -> bool:
-    """Whether actor method `method` of `remote` itself blocks on calls to actors (`ray.get(peer.m.remote())`):
-    actors that run one call at a time and wait on each other deadlock when they are all called at once,
-    so a caller that waits for each such call before making the next is right. For a handle whose class
-    is not known (taken from a list), every actor class of the module with such a method must wait so."""
-    if method is None:
-        return False
-    classes = [remote] if remote is not None else [r for r in model.remote_defs if r.kind == "actor"]
-    infos = [model.method(r.cls, method) for r in classes if r.cls is not None]
-    found = [info for info in infos if info is not None]
-    return bool(found) and all(_waits_in(model, info) for info in found)
-
-
-def _waits_in(model: SemanticModel, info: FunctionInfo) -> bool:
-    for site in model.calls_to("ray.get"):
-        if model.path_within(info.node.body, site.node) is None:
-            continue
-        for node in iter_subtree(site.node):
-            if isinstance(node, cst.Call) and _calls_actor_method(model, node):
-                return True
-    return False
-
-
-def _calls_actor_method(model: SemanticModel, call: cst.Call) -> bool:
-    """`handle.method.remote(...)`: a call of an actor method (not a task's `f.remote(...)`, nor a task a module names)."""
-    func = call.func
-    if not (isinstance(func, cst.Attribute) and func.attr.value == "remote" and isinstance(func.value, cst.Attribute)):
-        return False
-    submission = model.submission(call)
-    return submission is None or submission.kind == "actor-method"

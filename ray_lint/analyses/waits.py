@@ -33,8 +33,10 @@ from dataclasses import dataclass
 import libcst as cst
 
 from ray_lint.analyses.actor_state import blocks_or_reads, is_accessor
-from ray_lint.model import SemanticModel
-from ray_lint.python_model import AFTER_ALL, Binding, CallSite, ClassInfo, FunctionInfo, Scope, is_name, literal_number, names_read, root_name
+from ray_lint.model import RemoteDef, SemanticModel
+from ray_lint.python_model import (
+    AFTER_ALL, Binding, CallSite, ClassInfo, FunctionInfo, Scope, is_name, iter_subtree, literal_number, names_read, root_name,
+)
 
 MAX_DEPTH = 4  # how many assignments a collection of instances is followed through
 MAX_CALL_DEPTH = 3  # how many calls deep a wait is followed inside one module (the get's own function is 1)
@@ -58,6 +60,33 @@ def blocking_functions(model: SemanticModel) -> dict[int, tuple[str, CallSite]]:
     """The module's synchronous functions and methods that block on `ray.get` or `ray.wait` whenever they
     run (not only in an `except` fallback, not polling with `timeout=0`), by the id of their `def`."""
     return model.analysis(_Waiting).blocking
+
+
+def waits_on_actors(model: SemanticModel, remote: RemoteDef | None, method: str | None) -> bool:
+    """Whether actor method `method` of `remote` itself blocks on a call to an actor (`ray.get(peer.m.remote())`,
+    by `blocking_functions`): actors that run one call at a time and wait on each other deadlock when they
+    are all called at once, so a caller that waits for each such call before making the next is right. For
+    a handle whose class is not known (taken from a list), every actor class of the module with such a
+    method must block so."""
+    if method is None:
+        return False
+    classes = [remote] if remote is not None else [r for r in model.remote_defs if r.kind == "actor"]
+    methods = [info for r in classes if r.cls is not None and (info := model.method(r.cls, method)) is not None]
+    blocking = blocking_functions(model)
+    return bool(methods) and all(id(info.node) in blocking and _on_actor(model, blocking[id(info.node)][1]) for info in methods)
+
+
+def _on_actor(model: SemanticModel, get: CallSite) -> bool:
+    """Whether the get waits on `handle.method.remote(...)`, a call of an actor method (not a task's `f.remote(...)`)."""
+    for node in iter_subtree(get.node):
+        if not isinstance(node, cst.Call):
+            continue
+        func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "remote" and isinstance(func.value, cst.Attribute):
+            submission = model.submission(node)
+            if submission is None or submission.kind == "actor-method":
+                return True
+    return False
 
 
 def wait_facts(model: SemanticModel) -> Iterator[str]:
